@@ -1,0 +1,32 @@
+# One venv, one editable install; every target installs first if needed.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test bench lint clean
+
+install: $(STAMP)
+
+# Re-install only when the dependency list changes, so `make install` is near-instant otherwise.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+demo: install
+	$(BIN)/ladder submit experiments/tiny.py --root runs
+	$(BIN)/ladder report experiments/tiny.py --root runs
+
+test: install
+	$(BIN)/python -m pytest -q tests
+
+bench: install
+	$(BIN)/python -m bench
+
+lint: install
+	$(BIN)/ruff check ladder fits tests bench experiments
+
+clean:
+	rm -rf $(VENV) runs
