@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench lint clean
+.PHONY: install browser demo test bench lint clean
 
 install: $(STAMP)
 
@@ -15,11 +15,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
+# The dashboard's browser tests drive Debian's chromium; install it once when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
 demo: install
 	$(BIN)/ladder submit experiments/tiny.py --root runs
 	$(BIN)/ladder report experiments/tiny.py --root runs
 
-test: install
+test: install browser
 	$(BIN)/python -m pytest -q tests
 
 bench: install

@@ -1,0 +1,208 @@
+"""The steps a LadderSpec expands to, and the functions they run.
+
+    rung_1 .. rung_k ──data──► fit ──data──► predict ──data──► gate ··order··► hero
+          │                     │              │                 │               │
+          └──────────data───────┴──────data────┴───────data──────┴──(optional)───► report
+
+Data dependencies are part of a step's hash and refresh it when they rerun; the hero waits for
+the gate (order only), so `ladder rerun SPEC rung_2` refreshes fit, predict, gate and report
+without retraining the hero. The report reads the hero if it exists (an optional dependency),
+so a blocked hero still gets a report that says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ladder import layout
+from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
+
+TRAIN_FN = "ladder.stages:train_step"
+FIT_FN = "ladder.stages:fit_step"
+PREDICT_FN = "ladder.stages:predict_step"
+GATE_FN = "ladder.stages:gate_step"
+REPORT_FN = "ladder.stages:report_step"
+
+
+def _resources(run: RungSpec) -> dict[str, Any]:
+    r = run.resources
+    return {"cpus": r.cpus, "gpus": r.gpus, "custom": dict(r.custom), "max_retries": r.max_retries}
+
+
+def _train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
+    return {
+        "role": role,
+        "ladder": spec.name,
+        "rung": to_dict(run),
+        "data": to_dict(spec.data),
+        "wandb": to_dict(spec.wandb),
+    }
+
+
+def build_steps(spec: LadderSpec) -> list:
+    """The ladder's DAG as executor Steps (spec must be resolved)."""
+    from ladder.executor import Dep, Step
+
+    steps = []
+    rung_names = [r.name for r in spec.rungs]
+    for rung in spec.rungs:
+        steps.append(Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
+                          flops=rung.flops, description=rung.description))
+    rung_deps = tuple(Dep(n, kind="data", required=False) for n in rung_names)
+    hero = to_dict(spec.hero) if spec.hero is not None else None
+    steps.append(Step(name="fit", fn=FIT_FN, deps=rung_deps,
+                      config={"fit": to_dict(spec.fit), "rungs": rung_names, "hero": hero}))
+    steps.append(Step(name="predict", fn=PREDICT_FN, deps=(Dep("fit"),),
+                      config={"fit": to_dict(spec.fit), "hero": hero, "targets": to_dict(spec.targets)}))
+    steps.append(Step(name="gate", fn=GATE_FN, deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
+                      config={"gate": to_dict(spec.gate), "rungs": rung_names}))
+    if spec.hero is not None:
+        hero_cfg = _train_config(spec, spec.hero, "hero")
+        hero_cfg["forecast_every"] = spec.hero_forecast_every
+        steps.append(Step(name=spec.hero.name, fn=TRAIN_FN, config=hero_cfg,
+                          deps=(Dep("gate", kind="order"), Dep("predict", kind="order"), Dep("fit", kind="order")),
+                          resources=_resources(spec.hero), flops=spec.hero.flops, description=spec.hero.description))
+    report_deps = (Dep("fit", required=False), Dep("predict", required=False), Dep("gate", required=False)) + rung_deps
+    if spec.hero is not None:
+        report_deps += (Dep(spec.hero.name, kind="data", required=False),)
+    steps.append(Step(name="report", fn=REPORT_FN, deps=report_deps,
+                      config={"ladder": spec.name, "hero": spec.hero.name if spec.hero else None, "rungs": rung_names,
+                              "level": spec.fit.level}))
+    return steps
+
+
+def _executor(spec: LadderSpec, **kwargs):
+    from ladder.executor import Executor
+
+    return Executor(spec.root, spec.name, **kwargs)
+
+
+def plan_ladder(spec: LadderSpec, force: Sequence[str] = ()):
+    from ladder.executor import expand_force
+
+    steps = build_steps(spec)
+    return _executor(spec).plan(steps, force=expand_force(steps, force) if force else ())
+
+
+def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | None = None,
+               max_concurrent: int | None = None, runtime: dict | None = None, show_progress: bool = False):
+    from ladder.executor import expand_force
+
+    steps = build_steps(spec)
+    executor = _executor(spec, address=address, max_concurrent=max_concurrent, show_progress=show_progress)
+    forced = expand_force(steps, force) if force else ()
+    return executor.run(steps, force=forced, runtime=runtime or {})
+
+
+def status_ladder(spec: LadderSpec) -> list[dict]:
+    return _executor(spec).status(build_steps(spec))
+
+
+def summary_lines(spec: LadderSpec, summary) -> list[str]:
+    lines = []
+    for name, status in summary.statuses.items():
+        lines.append(f"{name:>10}  {status}")
+    for name in getattr(summary, "blocked", []) or []:
+        gate = step_dirs(spec).get("gate")
+        verdict = layout.read_json(Path(gate) / layout.GATE, {}) if gate else {}
+        for reason in verdict.get("reasons", []):
+            lines.append(f"blocked {name}: {reason}")
+        break
+    lines.append("ladder complete" if summary.ok else "ladder incomplete: see the statuses above")
+    return lines
+
+
+def step_dirs(spec: LadderSpec) -> dict[str, str]:
+    """Each step's current output dir, from the plan (the hash the spec implies now)."""
+    return {e.name: e.path for e in plan_ladder(spec)}
+
+
+# ------------------------------------------------------------------------------------------
+# Step functions (run inside Ray tasks; config is the step's JSON config).
+
+
+def train_step(config: dict, ctx) -> dict:
+    from ladder.train import train
+
+    rung = rung_from_dict(config["rung"])
+    data = data_from_dict(config["data"])
+    callbacks = []
+    if config.get("role") == "hero":
+        from ladder.forecast import ForecastCallback
+
+        callbacks.append(ForecastCallback(rung=rung, out_dir=ctx.out_dir, dep_dirs=ctx.dep_dirs,
+                                          every=config.get("forecast_every", 0)))
+    callbacks.extend(_wandb_callbacks(config, ctx))
+    result = train(rung, data, ctx.out_dir, callbacks=callbacks, progress=lambda row: ctx.progress(**row))
+    if result.get("status") != "SUCCESS":
+        raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
+    return result
+
+
+def _wandb_callbacks(config: dict, ctx) -> list:
+    try:
+        from ladder.publish.wandb_log import training_callbacks
+    except ModuleNotFoundError:
+        return []
+    return list(training_callbacks(config, ctx))
+
+
+def fit_step(config: dict, ctx) -> dict:
+    from ladder.analysis import fit_ladder
+
+    return fit_ladder(config, ctx.dep_dirs, ctx.out_dir)
+
+
+def predict_step(config: dict, ctx) -> dict:
+    from ladder.analysis import predict_ladder
+
+    return predict_ladder(config, ctx.dep_dirs["fit"], ctx.out_dir)
+
+
+def gate_step(config: dict, ctx) -> dict:
+    from ladder.analysis import gate_ladder
+
+    return gate_ladder(config, ctx.dep_dirs, ctx.out_dir, force=bool((ctx.runtime or {}).get("force_gate")))
+
+
+def report_step(config: dict, ctx) -> dict:
+    from ladder.report import write_report
+
+    report, _ = write_report(config, ctx.dep_dirs, ctx.out_dir)
+    return {"hero": report.get("hero"), "backtest": report.get("backtest")}
+
+
+# ------------------------------------------------------------------------------------------
+# Commands outside the DAG.
+
+
+def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) -> dict:
+    from ladder.train import train
+
+    rung = spec.rung(rung_name)
+    out_dir = Path(spec.root) / spec.name / f"train-{rung_name}"
+    return train(rung, spec.data, out_dir, max_steps=max_steps)
+
+
+def build_report(spec: LadderSpec) -> tuple[dict, str | None]:
+    """The report from whatever the ladder has produced so far, written beside the report step's."""
+    from ladder.report import write_report
+
+    dirs = step_dirs(spec)
+    dep_dirs = {k: v for k, v in dirs.items() if k != "report"}
+    config = {"ladder": spec.name, "hero": spec.hero.name if spec.hero else None,
+              "rungs": [r.name for r in spec.rungs], "level": spec.fit.level}
+    return write_report(config, dep_dirs, dirs["report"])
+
+
+def report_lines(rep: dict) -> list[str]:
+    from ladder.report import report_lines as lines
+
+    return lines(rep)
+
+
+def replace_root(spec: LadderSpec, root: str) -> LadderSpec:
+    return dataclasses.replace(spec, root=root)
