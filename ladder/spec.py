@@ -478,7 +478,7 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
     for key, value in dict(res.custom).items():
         _number_in(problems, f"{path}.resources.custom[{key}]", value, 0, 1e9)
     if isinstance(r.batch_size, int) and isinstance(r.seq_len, int) and isinstance(r.tokens, int):
-        if r.batch_size > 0 and r.seq_len > 0 and r.tokens < r.batch_size * r.seq_len:
+        if r.batch_size > 0 and r.seq_len > 0 and 0 < r.tokens < r.batch_size * r.seq_len:
             problems.append(
                 f"{path}.tokens: {r.tokens} is less than one batch ({r.batch_size} x {r.seq_len} tokens)"
             )
@@ -539,7 +539,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         if spec.fit.bootstrap < 0:
             problems.append(f"fit.bootstrap: must be >= 0, got {spec.fit.bootstrap}")
     _number_in(problems, "fit.level", spec.fit.level, 0, 1, lo_open=True)
-    min_rungs = 3 if spec.fit.law == "compute" else 5
+    min_rungs = {"compute": 3, "chinchilla": 5}.get(spec.fit.law, 0)
     if len(spec.rungs) < min_rungs and spec.hero is not None:
         problems.append(f"rungs: the {spec.fit.law} law needs at least {min_rungs} rungs, got {len(spec.rungs)}")
     _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)

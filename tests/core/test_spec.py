@@ -1,0 +1,118 @@
+"""ladder/spec.py: counting against a hand count, rules, overrides, validation."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from ladder.spec import (
+    LadderSpec,
+    ModelSpec,
+    OptimSpec,
+    Rule,
+    RungSpec,
+    SpecError,
+    apply_overrides,
+    deepseek_batch_rule,
+    deepseek_lr_rule,
+    load_spec,
+    resolve,
+    rung_from_dict,
+    to_dict,
+    validate,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_dense_counts_match_a_hand_count():
+    m = ModelSpec(d_model=64, n_layers=2, n_heads=4, d_ff=256, vocab=256)
+    per_layer = 4 * 64 * 64 + 3 * 64 * 256 + 2 * 64  # q,k,v,o + SwiGLU (3 matrices) + 2 RMSNorm scales
+    assert m.params_non_embedding == 2 * per_layer + 64  # + final norm
+    assert m.params_total == m.params_non_embedding + 256 * 64  # tied embedding counted once
+    assert m.params_active == m.params_non_embedding
+    untied = dataclasses.replace(m, tie_embeddings=False)
+    assert untied.params_total == m.params_total + 256 * 64
+
+
+def test_moe_counts_match_a_hand_count():
+    m = ModelSpec(d_model=32, n_layers=3, n_heads=2, n_experts=8, top_k=2, n_shared=1, expert_d_ff=48, vocab=256)
+    attn, norms, router, expert = 4 * 32 * 32, 2 * 32, 32 * 8, 3 * 32 * 48
+    assert m.params_non_embedding == 3 * (attn + norms + router + 9 * expert) + 32
+    assert m.params_active == 3 * (attn + norms + router + 3 * expert) + 32
+    assert m.params_total == m.params_non_embedding + 256 * 32
+    # 6 N (active, plus the output projection) + attention 12 L T d
+    assert m.flops_per_token(128) == 6 * (m.params_active + 32 * 256) + 12 * 3 * 128 * 32
+
+
+def test_deepseek_rules_give_published_values():
+    # DeepSeek LLM eq. 1 at C = 1e20: lr = 0.3118 * 1e20^-0.125, batch = 0.2920 * 1e20^0.3271 tokens
+    assert deepseek_lr_rule()(0, 1e20) == pytest.approx(0.3118 * 1e20 ** -0.125)
+    assert deepseek_batch_rule()(0, 1e20) == pytest.approx(0.2920 * 1e20 ** 0.3271)
+    assert Rule("power_n", 2.0, -0.5, hi=0.1)(100.0, 0) == 0.1
+
+
+def _ladder(**rung_changes) -> LadderSpec:
+    model = ModelSpec(d_model=32, n_layers=2, n_heads=2, n_experts=4, top_k=2, expert_d_ff=32)
+    args = {"model": model, "tokens": 100_000, "batch_size": 8, "seq_len": 64, **rung_changes}
+    rungs = tuple(RungSpec(name=f"rung_{i}", **args) for i in range(1, 4))
+    return LadderSpec(name="t", rungs=rungs)
+
+
+def test_rules_resolve_per_rung_and_seed_override_reaches_every_rung():
+    spec = _ladder(optim=OptimSpec(lr=Rule("power_c", 0.3118, -0.125)), batch_size=Rule("power_c", 0.292, 0.3271))
+    spec = apply_overrides(spec, ["seed=3", "rungs[2].tokens=400000"])
+    r = resolve(spec)
+    assert [x.seed for x in r.rungs] == [3, 3, 3]
+    assert r.rungs[2].tokens == 400_000
+    c = r.rungs[2].flops
+    assert r.rungs[2].lr == pytest.approx(0.3118 * c ** -0.125)
+    assert r.rungs[2].batch_size == max(1, round(0.292 * c ** 0.3271 / 64))
+    assert r.rungs[0].lr > r.rungs[2].lr  # more compute, lower LR
+
+
+def test_overrides_by_name_wildcard_and_errors():
+    spec = apply_overrides(_ladder(), ["rungs[rung_2].model.d_model=48", "rungs[*].seq_len=32"])
+    assert spec.rungs[1].model.d_model == 48 and spec.rungs[0].model.d_model == 32
+    assert {r.seq_len for r in spec.rungs} == {32}
+    with pytest.raises(SpecError, match="has no field 'nope'"):
+        apply_overrides(spec, ["rungs[0].nope=1"])
+    with pytest.raises(SpecError, match="out of range"):
+        apply_overrides(spec, ["rungs[7].tokens=1"])
+    with pytest.raises(SpecError, match="expected key=value"):
+        apply_overrides(spec, ["seed"])
+
+
+def test_rung_dict_round_trip():
+    r = resolve(_ladder()).rungs[0]
+    assert rung_from_dict(to_dict(r)) == r
+
+
+def test_validation_collects_every_problem_with_its_field():
+    bad = _ladder()
+    bad = dataclasses.replace(bad, rungs=(
+        dataclasses.replace(bad.rungs[0], model=dataclasses.replace(bad.rungs[0].model, top_k=9)),
+        dataclasses.replace(bad.rungs[1], tokens=-5),
+        bad.rungs[2],
+    ))
+    with pytest.raises(SpecError) as info:
+        validate(bad)
+    assert "rungs[0].model.top_k: 9 exceeds n_experts 4" in info.value.problems
+    assert any(p.startswith("rungs[1].tokens:") for p in info.value.problems)
+
+
+def test_shipped_experiments_load():
+    for name in ("smoke", "tiny", "marin_moe_535b"):
+        spec = load_spec(REPO / "experiments" / f"{name}.py")
+        assert spec.hero is not None and len(spec.rungs) == 4
+        flops = [r.flops for r in spec.rungs]
+        assert flops == sorted(flops)
+        assert spec.hero.flops > flops[-1]
+
+
+def test_marin_hero_compute_matches_the_published_figure():
+    spec = load_spec(REPO / "experiments" / "marin_moe_535b.py")
+    assert spec.hero.flops == pytest.approx(2.7e24, rel=0.05)
+    assert spec.hero.model.params_total == pytest.approx(535e9, rel=0.05)
