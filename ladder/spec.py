@@ -276,7 +276,7 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class FitSpec:
-    law: str = "compute"  # final-loss law: compute | chinchilla
+    law: str = "compute"  # final-loss law: compute | chinchilla | chinchilla_tied (one exponent for N and D)
     curve_law: str = "multipower"  # whole-curve law: multipower | tissue | none
     bootstrap: int = 200
     level: float = 0.9
@@ -532,14 +532,14 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         _validate_model(problems, f"targets[{i}].model", target.model)
         _positive_int(problems, f"targets[{i}].tokens", target.tokens)
     _validate_data(problems, "data", spec.data, base_dir)
-    _choice(problems, "fit.law", spec.fit.law, ("compute", "chinchilla"))
+    _choice(problems, "fit.law", spec.fit.law, ("compute", "chinchilla", "chinchilla_tied"))
     _choice(problems, "fit.curve_law", spec.fit.curve_law, ("multipower", "tissue", "none"))
     _choice(problems, "fit.loss_metric", spec.fit.loss_metric, ("eval_loss", "train_loss"))
     if _check_type(problems, "fit.bootstrap", spec.fit.bootstrap, (int,), "a non-negative integer"):
         if spec.fit.bootstrap < 0:
             problems.append(f"fit.bootstrap: must be >= 0, got {spec.fit.bootstrap}")
     _number_in(problems, "fit.level", spec.fit.level, 0, 1, lo_open=True)
-    min_rungs = {"compute": 3, "chinchilla": 5}.get(spec.fit.law, 0)
+    min_rungs = {"compute": 3, "chinchilla": 3, "chinchilla_tied": 2}.get(spec.fit.law, 0)
     if len(spec.rungs) < min_rungs and spec.hero is not None:
         problems.append(f"rungs: the {spec.fit.law} law needs at least {min_rungs} rungs, got {len(spec.rungs)}")
     _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)

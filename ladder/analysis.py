@@ -1,0 +1,419 @@
+"""The ladder's analysis steps: fit the laws on the rungs, predict the hero, gate it.
+
+fit      reads every rung's result (final eval loss, and the WSD cooldown branches that give each
+         rung several token budgets) and curves, fits the final-loss law with a bootstrap over
+         runs, backtests it at the hero's own extrapolation ratio, and fits the curve shape.
+predict  writes, before the hero starts, its predicted final loss with an interval calibrated
+         for extrapolation, and its whole predicted curve (step, tokens, loss, lower, upper).
+gate     blocks the hero when the ladder is not trustworthy, and says why.
+
+Every number records where it came from: which runs, which law, which interval.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from ladder import layout
+from ladder.spec import FitSpec, RungSpec, rung_from_dict
+
+# ------------------------------------------------------------------------------------------
+# Reading the rungs.
+
+
+def collect_runs(rung_names: list[str], dep_dirs: dict[str, str]) -> tuple[pd.DataFrame, list[dict]]:
+    """One row per fitted point: each rung's final result and each of its cooldown branches.
+
+    Returns (runs, excluded): excluded lists rungs that did not finish, with their status.
+    """
+    rows, excluded = [], []
+    for name in rung_names:
+        d = dep_dirs.get(name)
+        status = (layout.read_json(Path(d) / layout.STATUS, {}) or {}).get("status") if d else None
+        result = layout.read_json(Path(d) / layout.RESULT, None) if d else None
+        if not result or result.get("status") != "SUCCESS" or status not in (None, "SUCCESS"):
+            excluded.append({"name": name, "status": (result or {}).get("status") or status or "MISSING",
+                             "message": (result or {}).get("message")})
+            continue
+        base = {"name": name, "params": float(result["params_active"]), "params_total": float(result["params_total"]),
+                "flops_per_token": float(result["flops"]) / float(result["tokens"])}
+        rows.append({**base, "kind": "final", "tokens": float(result["tokens"]), "flops": float(result["flops"]),
+                     "loss": float(result["final_eval_loss"]), "train_loss": result.get("final_train_loss"),
+                     "steps": result.get("steps")})
+        for br in result.get("branches") or []:
+            if br.get("final_eval_loss") is None:
+                continue
+            rows.append({**base, "kind": "branch", "tokens": float(br["tokens"]),
+                         "flops": float(br["tokens"]) * base["flops_per_token"], "loss": float(br["final_eval_loss"]),
+                         "train_loss": br.get("final_train_loss"), "steps": br.get("steps")})
+    return pd.DataFrame(rows), excluded
+
+
+def rung_curve(run_dir: str | Path) -> pd.DataFrame:
+    """A rung's train-loss curve (step, tokens, lr, loss), one row per logged step."""
+    m = layout.read_jsonl(Path(run_dir) / layout.METRICS)
+    if m.empty:
+        return m
+    return m[["step", "tokens", "lr", "loss"]].dropna().sort_values("step").drop_duplicates("step", keep="last")
+
+
+# ------------------------------------------------------------------------------------------
+# The final-loss laws.
+
+
+def tied_chinchilla(N, D, L, n_polish: int = 4):
+    """Chinchilla L(N, D) = E + A/N^a + B/D^a with one exponent for N and D.
+
+    With a handful of model sizes the N-direction alone cannot pin E, A and alpha; tying the
+    exponents (Chinchilla's own fits give alpha 0.34-0.35 and beta 0.28-0.37) lets the token
+    budgets of each rung's cooldown branches carry the exponent. Same objective and procedure as
+    fits.chinchilla (summed Huber on log loss, batched multi-start L-BFGS).
+    """
+    from fits.chinchilla import init_grid, objective
+    from fits.lbfgs import multistart
+    from fits.result import FitResult
+
+    logN, logD, logL = np.log(N), np.log(D), np.log(L)
+
+    def fun(X, rows):
+        full = np.column_stack([X[:, 0], X[:, 1], X[:, 2], X[:, 3], X[:, 3]])
+        f, g = objective(full, logN, logD, logL)
+        return f, np.column_stack([g[:, 0], g[:, 1], g[:, 2], g[:, 3] + g[:, 4]])
+
+    grid = init_grid()
+    starts = np.unique(grid[grid[:, 3] == grid[:, 4]][:, :4], axis=0)
+    best, best_f, ok, _ = multistart(fun, starts, n_polish=n_polish)
+    a, b, e, alpha = best
+    params = {"E": math.exp(e), "A": math.exp(a), "B": math.exp(b), "alpha": float(alpha), "beta": float(alpha)}
+    return FitResult(law="chinchilla", params=params, objective=float(best_f), n_points=len(L), n_starts=len(starts),
+                     converged=bool(ok), config={"tied_exponents": True})
+
+
+def fit_final_law(points: pd.DataFrame, fit: FitSpec):
+    """The final-loss law on these points (FitResult)."""
+    import fits
+
+    if fit.law == "compute":
+        finals = points[points["kind"] == "final"]
+        return fits.fit(finals[["params", "tokens", "flops", "loss"]], "compute", pin_E=fit.pin_E)
+    if fit.law == "chinchilla_tied":
+        return tied_chinchilla(points["params"].to_numpy(), points["tokens"].to_numpy(), points["loss"].to_numpy())
+    return fits.fit(points[["params", "tokens", "flops", "loss"]], "chinchilla")
+
+
+def law_predict(result, params: float, tokens: float, flops: float) -> float:
+    if result.law == "chinchilla":
+        return float(result.model().predict(np.array([params]), np.array([tokens]))[0])
+    return float(result.model().predict(np.array([flops]))[0])
+
+
+def bootstrap_predictions(points: pd.DataFrame, fit: FitSpec, targets: list[tuple[float, float, float]],
+                          n: int, seed: int = 0) -> np.ndarray:
+    """(n, len(targets)) predictions, refitting on rungs resampled with replacement.
+
+    Resampling is over rungs (a rung and its branches travel together), not over points, because
+    a rung's branches share its model and its noise.
+    """
+    names = points["name"].unique()
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        pick = rng.choice(names, size=len(names), replace=True)
+        if len(set(pick)) < min_rungs(fit):
+            continue
+        sample = pd.concat([points[points["name"] == p] for p in pick], ignore_index=True)
+        try:
+            res = fit_final_law(sample, fit)
+        except ValueError:
+            continue
+        out.append([law_predict(res, *t) for t in targets])
+    return np.array(out)
+
+
+def min_rungs(fit: FitSpec) -> int:
+    return {"compute": 3, "chinchilla": 3, "chinchilla_tied": 2}[fit.law]
+
+
+def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[str, Any]:
+    """Fit on the rungs at least `ratio` below the largest in compute, predict the largest.
+
+    When too few rungs sit that far below, the smallest feasible gap is used and the record says
+    how far it actually extrapolated, so the gate can refuse a backtest shorter than the hero's.
+    """
+    finals = points[points["kind"] == "final"].sort_values("flops")
+    target = finals.iloc[-1]
+    below = finals.iloc[:-1]
+    chosen = below[below["flops"] <= target["flops"] / ratio * 1.05]
+    if len(chosen) < min_rungs(fit):
+        chosen = below.iloc[:max(min_rungs(fit), 1)]
+    if len(chosen) < min_rungs(fit):
+        return {"ok": False, "reason": f"{len(finals)} finished rungs are too few to backtest the {fit.law} law"}
+    train = points[points["name"].isin(chosen["name"])]
+    res = fit_final_law(train, fit)
+    predicted = law_predict(res, target["params"], target["tokens"], target["flops"])
+    achieved = float(target["flops"] / chosen["flops"].max())
+    return {"ok": True, "fit_on": list(chosen["name"]), "predict": target["name"], "predicted": predicted,
+            "actual": float(target["loss"]), "relative_error": predicted / float(target["loss"]) - 1.0,
+            "compute_ratio": achieved, "required_ratio": ratio, "decades": math.log10(achieved),
+            "law": fit.law, "params": res.params}
+
+
+# ------------------------------------------------------------------------------------------
+# Curve shape: each rung's loss curve as a multiple of its own final loss, extrapolated in log C.
+
+
+def curve_ratios(points: pd.DataFrame, dep_dirs: dict[str, str], grid: np.ndarray) -> pd.DataFrame:
+    """For each rung, train loss at run fractions `grid` divided by its final train loss."""
+    rows = []
+    for _, run in points[points["kind"] == "final"].iterrows():
+        curve = rung_curve(dep_dirs[run["name"]])
+        if len(curve) < 8:
+            continue
+        frac = curve["step"].to_numpy(float) / float(curve["step"].max())
+        loss = _smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 50))
+        tail = loss[frac >= 0.98].mean()
+        ratio = np.interp(grid, frac, loss) / tail
+        rows.append(pd.DataFrame({"name": run["name"], "flops": run["flops"], "frac": grid, "ratio": ratio,
+                                  "final_train": tail, "final_eval": run["loss"]}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def _smooth(x: np.ndarray, window: int) -> np.ndarray:
+    if window <= 1:
+        return x
+    kernel = np.ones(window) / window
+    padded = np.concatenate([np.full(window // 2, x[0]), x, np.full(window - 1 - window // 2, x[-1])])
+    return np.convolve(padded, kernel, mode="valid")
+
+
+def extrapolate_ratios(ratios: pd.DataFrame, flops: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per fraction, a line in (log C, log ratio) through the rungs, evaluated at `flops`.
+
+    Returns (grid, ratio, sigma) where sigma is the line's residual scatter at that fraction.
+    """
+    grid = np.sort(ratios["frac"].unique())
+    out, sig = [], []
+    for f in grid:
+        sub = ratios[ratios["frac"] == f]
+        x, y = np.log(sub["flops"].to_numpy(float)), np.log(sub["ratio"].to_numpy(float))
+        if len(sub) >= 3:
+            coef = np.polyfit(x, y, 1)
+            resid = y - np.polyval(coef, x)
+            out.append(np.polyval(coef, math.log(flops)))
+            sig.append(float(np.sqrt(np.sum(resid ** 2) / max(1, len(sub) - 2))))
+        else:
+            out.append(float(y.mean()))
+            sig.append(float(y.std()))
+    return grid, np.exp(np.array(out)), np.array(sig)
+
+
+# ------------------------------------------------------------------------------------------
+# The steps.
+
+
+def _fit_spec(config: dict) -> FitSpec:
+    return FitSpec(**{**config["fit"]})
+
+
+def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
+    fit = _fit_spec(config)
+    out = Path(out_dir)
+    points, excluded = collect_runs(config["rungs"], dep_dirs)
+    finals = points[points["kind"] == "final"] if not points.empty else points
+    if len(finals) < min_rungs(fit):
+        raise ValueError(f"only {len(finals)} rungs finished ({', '.join(e['name'] + ' ' + e['status'] for e in excluded)}); "
+                         f"the {fit.law} law needs {min_rungs(fit)}")
+    layout.write_csv_atomic(out / layout.RUNS_CSV, points)
+    result = fit_final_law(points, fit)
+    hero = rung_from_dict(config["hero"]) if config.get("hero") else None
+    ratio = hero.flops / float(finals["flops"].max()) if hero else 10.0
+    backtest = backtest_at_ratio(points, fit, ratio)
+
+    # Bootstrap over rungs for parameters and for the law's band over compute.
+    flops_grid = np.geomspace(finals["flops"].min() / 2, max(finals["flops"].max(), hero.flops if hero else 0) * 2, 60)
+    grid_targets = _targets_along(points, flops_grid, hero)
+    boot = bootstrap_predictions(points, fit, grid_targets, fit.bootstrap, seed=0) if fit.bootstrap else np.empty((0, 0))
+    central = np.array([law_predict(result, *t) for t in grid_targets])
+    law_curve = pd.DataFrame({"flops": flops_grid, "loss": central})
+    level = fit.level
+    if boot.size:
+        law_curve["lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
+        law_curve["upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
+    else:
+        law_curve["lower"] = law_curve["upper"] = central
+    layout.write_csv_atomic(out / "law_curve.csv", law_curve)
+
+    grid = np.linspace(0.01, 1.0, 200)
+    ratios = curve_ratios(points, dep_dirs, grid)
+    if not ratios.empty:
+        layout.write_csv_atomic(out / layout.CURVES_CSV, ratios)
+    train_eval = ratios.groupby("name").first() if not ratios.empty else pd.DataFrame()
+    gap = float(np.mean(np.log(train_eval["final_train"] / train_eval["final_eval"]))) if not train_eval.empty else 0.0
+
+    summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
+               "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
+               "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
+               "fit_on": list(finals["name"]), "excluded": excluded}
+    doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
+           "train_eval_log_gap": gap, "curve_method": "per-fraction ratio to final loss, linear in log C"}
+    layout.write_json_atomic(out / layout.FIT, doc)
+    return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
+            "backtest_ratio": backtest.get("compute_ratio")}
+
+
+def _targets_along(points: pd.DataFrame, flops_grid: np.ndarray, hero: RungSpec | None) -> list[tuple[float, float, float]]:
+    """(N, D, C) along the ladder's own allocation (tokens per parameter of the rungs), for plots."""
+    finals = points[points["kind"] == "final"]
+    tpp = float(np.median(finals["tokens"] / finals["params"]))
+    fpt_per_n = float(np.median(finals["flops_per_token"] / finals["params"]))
+    out = []
+    for c in flops_grid:
+        n = math.sqrt(c / (fpt_per_n * tpp))
+        out.append((n, n * tpp, float(c)))
+    return out
+
+
+def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decades: float, level: float) -> tuple[float, float, dict]:
+    """An interval calibrated for extrapolation, in log loss.
+
+    sigma^2 = sigma_boot^2 + (e_bt * decades / decades_bt)^2, where sigma_boot is the bootstrap's
+    percentile width as a normal sigma and e_bt the log error of the backtest at its own distance.
+    Resampling alone captures parameter noise, not the error of extrapolating (on Chinchilla a
+    plain bootstrap band covered 18% of held-out runs), so the backtest's miss is carried along.
+    """
+    z = float(norm.ppf(0.5 + level / 2))
+    sig_boot = 0.0
+    if boot.size > 10:
+        lo, hi = np.percentile(np.log(boot), [50 * (1 - level), 50 * (1 + level)])
+        sig_boot = float((hi - lo) / (2 * z))
+    sig_bt = 0.0
+    if backtest.get("ok"):
+        e = abs(math.log1p(backtest["relative_error"]))
+        sig_bt = max(e, 0.005) * max(decades, 0.0) / max(backtest["decades"], 1e-3)
+    sig = math.sqrt(sig_boot ** 2 + sig_bt ** 2)
+    info = {"sigma_bootstrap": sig_boot, "sigma_extrapolation": sig_bt, "z": z,
+            "method": "bootstrap over rungs (+) backtest log error scaled by extrapolation distance"}
+    return central * math.exp(-z * sig), central * math.exp(z * sig), info
+
+
+def hero_schedule(hero: RungSpec) -> pd.DataFrame:
+    from ladder.train.optim import lr_schedule
+
+    lrs = lr_schedule(hero)
+    steps = np.unique(np.linspace(1, hero.steps, min(hero.steps, 400)).astype(int))
+    return pd.DataFrame({"step": steps, "tokens": steps * hero.batch_tokens, "lr": lrs[steps - 1]})
+
+
+def predict_ladder(config: dict, fit_dir: str, out_dir: str) -> dict:
+    fit = _fit_spec(config)
+    out = Path(out_dir)
+    doc = layout.read_json(Path(fit_dir) / layout.FIT)
+    points = pd.read_csv(Path(fit_dir) / layout.RUNS_CSV)
+    from fits.result import FitResult
+
+    result = FitResult.from_dict(doc["law"])
+    finals = points[points["kind"] == "final"]
+    largest = float(finals["flops"].max())
+    prediction: dict[str, Any] = {"law": doc["summary"]["law"], "level": fit.level, "fit_on": doc["summary"]["fit_on"],
+                                  "backtest": doc["backtest"], "targets": []}
+    targets: list[tuple[str, float, float, float]] = []
+    hero = rung_from_dict(config["hero"]) if config.get("hero") else None
+    if hero:
+        targets.append((hero.name, hero.model.params_active, hero.tokens, hero.flops))
+    for t in config.get("targets") or []:
+        from ladder.spec import ModelSpec, TargetSpec
+
+        spec = TargetSpec(name=t["name"], model=ModelSpec(**t["model"]), tokens=t["tokens"], seq_len=t["seq_len"])
+        targets.append((spec.name, spec.model.params_active, spec.tokens, spec.flops))
+    boot = bootstrap_predictions(points, fit, [t[1:] for t in targets], fit.bootstrap, seed=1) if fit.bootstrap else np.empty((0, 0))
+    rows = []
+    for i, (name, n, d, c) in enumerate(targets):
+        central = law_predict(result, n, d, c)
+        decades = math.log10(c / largest)
+        lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, doc["backtest"], decades, fit.level)
+        rows.append({"name": name, "params": n, "tokens": d, "flops": c, "loss": central, "lower": lower, "upper": upper,
+                     "compute_ratio": c / largest, **info})
+    if rows:
+        layout.write_csv_atomic(out / layout.TARGETS_CSV, pd.DataFrame(rows))
+    if hero:
+        h = rows[0]
+        prediction["hero"] = {"name": hero.name, "predicted_final_loss": h["loss"], "lower": h["lower"], "upper": h["upper"],
+                              "level": fit.level, "law": prediction["law"], "params": h["params"], "tokens": h["tokens"],
+                              "flops": h["flops"], "compute_ratio": h["compute_ratio"],
+                              "interval": {k: h[k] for k in ("sigma_bootstrap", "sigma_extrapolation", "method")}}
+        curve = _hero_curve(hero, h, fit_dir, doc)
+        if curve is not None:
+            layout.write_csv_atomic(out / layout.HERO_CURVE, curve)
+    prediction["targets"] = rows[1:]
+    layout.write_json_atomic(out / layout.PREDICTION, prediction)
+    return {"hero": prediction.get("hero"), "targets": [r["name"] for r in rows[1:]]}
+
+
+def _hero_curve(hero: RungSpec, h: dict, fit_dir: str, doc: dict) -> pd.DataFrame | None:
+    curves_path = Path(fit_dir) / layout.CURVES_CSV
+    if not curves_path.exists():
+        return None
+    ratios = pd.read_csv(curves_path)
+    grid, ratio, sig = extrapolate_ratios(ratios, hero.flops)
+    sched = hero_schedule(hero)
+    frac = sched["step"].to_numpy(float) / hero.steps
+    r = np.interp(frac, grid, ratio)
+    s = np.interp(frac, grid, sig)
+    final_train = h["loss"] * math.exp(doc.get("train_eval_log_gap", 0.0))
+    loss = final_train * r
+    z = float(norm.ppf(0.5 + h.get("level", 0.9) / 2)) if "level" in h else 1.645
+    rel_lo, rel_hi = h["lower"] / h["loss"], h["upper"] / h["loss"]
+    lower = loss * rel_lo * np.exp(-z * s)
+    upper = loss * rel_hi * np.exp(z * s)
+    return pd.DataFrame({"step": sched["step"], "tokens": sched["tokens"], "flops": sched["tokens"] * hero.flops / hero.tokens,
+                         "lr": sched["lr"], "loss": loss, "lower": lower, "upper": upper})
+
+
+def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: bool = False) -> dict:
+    from ladder.executor import Blocked
+
+    gate = config["gate"]
+    reasons: list[str] = []
+    for name in config["rungs"]:
+        d = dep_dirs.get(name)
+        result = layout.read_json(Path(d) / layout.RESULT, {}) if d else {}
+        status = (layout.read_json(Path(d) / layout.STATUS, {}) or {}).get("status") if d else "MISSING"
+        if (result or {}).get("status") == "DIVERGED" or "diverg" in str((result or {}).get("message", "")).lower():
+            reasons.append(f"{name} diverged at step {result.get('step')}: {result.get('message')}")
+        elif status != "SUCCESS" and not gate.get("allow_diverged"):
+            reasons.append(f"{name} did not finish ({status})")
+    fit_doc = layout.read_json(Path(dep_dirs["fit"]) / layout.FIT) if dep_dirs.get("fit") else None
+    pred = layout.read_json(Path(dep_dirs["predict"]) / layout.PREDICTION) if dep_dirs.get("predict") else None
+    if not fit_doc:
+        reasons.append("the fit did not complete")
+    else:
+        bt = fit_doc.get("backtest") or {}
+        if not bt.get("ok"):
+            reasons.append(f"no backtest: {bt.get('reason')}")
+        else:
+            if abs(bt["relative_error"]) > gate["max_backtest_error"]:
+                reasons.append(f"backtest error {bt['relative_error']:+.2%} (fit on {', '.join(bt['fit_on'])}, predict {bt['predict']} "
+                               f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}")
+            hero_ratio = fit_doc.get("hero_ratio") or 0
+            if bt["compute_ratio"] < hero_ratio / 1.5:
+                reasons.append(f"the backtest extrapolates {bt['compute_ratio']:.1f}x but the hero is {hero_ratio:.1f}x beyond the "
+                               "largest rung: add rungs so a backtest reaches the hero's ratio")
+    if pred and pred.get("hero"):
+        h = pred["hero"]
+        width = (h["upper"] - h["lower"]) / h["predicted_final_loss"]
+        if width > gate["max_interval_width"]:
+            reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, wider than {gate['max_interval_width']:.1%}")
+    elif fit_doc:
+        reasons.append("no hero prediction")
+    passed = not reasons
+    verdict = {"passed": passed, "overridden": bool(force and not passed), "reasons": reasons, "thresholds": gate}
+    layout.write_json_atomic(Path(out_dir) / layout.GATE, verdict)
+    if not passed and not force:
+        raise Blocked(reasons)
+    return verdict
