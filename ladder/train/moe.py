@@ -1,0 +1,162 @@
+"""Routed mixture-of-experts MLP: top-k routing, shared experts, capacity dispatch, load balancing.
+
+Routing: softmax router probabilities ``p``; experts are *selected* by ``p + bias`` (the bias is an
+auxiliary-loss-free balancing term, DeepSeek-V3) and *weighted* by ``p`` of the selected experts,
+renormalised over the k choices when k > 1. The bias is a :class:`RouterBias` variable: it is never
+differentiated and is updated outside the gradient by :func:`update_bias` from each step's loads.
+
+Dispatch (``dispatch="capacity"``, the fast path on CPU): each group of ``group_size`` tokens (by
+default one sequence) gives each expert ``C = ceil(capacity_factor * group * k / E)`` slots; choices
+claim slots first-choice first, in token order; a choice past capacity is dropped (its weight is
+lost; the residual stream carries the token). ``dispatch="dense"`` computes every expert for every
+token and is the reference the tests compare against (equal outputs when nothing is dropped).
+
+Balancing (``ModelSpec.balancing``):
+- ``aux_free``: DeepSeek-V3's sign update, ``b_e += rate * sign(mean_load - load_e)``.
+- ``aux_free_quantile``: each expert's bias moves by ``rate * (median_q - q_e) / std`` where ``q_e``
+  is the (1 - k/E) quantile of expert e's biased scores over the batch: the score a token needs for
+  e to be picked if loads were perfectly even. Over-popular experts have high quantiles and are
+  pushed down in proportion, not just by sign, so it settles faster and without dithering.
+- ``aux_loss``: Switch-Transformer loss ``coef * E * sum_e f_e * P_e`` added to the training loss.
+- ``none``: plain top-k.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from ladder.spec import ModelSpec
+
+
+class RouterBias(nnx.Variable):
+    """Per-expert selection bias: train state, checkpointed, never given a gradient."""
+
+
+def capacity(group: int, n_experts: int, top_k: int, capacity_factor: float) -> int:
+    return int(min(group, max(1, math.ceil(capacity_factor * group * top_k / n_experts))))
+
+
+def _swiglu_experts(xe: jax.Array, w13: jax.Array, w2: jax.Array) -> jax.Array:
+    """xe (G, E, C, d) through each expert's SwiGLU -> (G, E, C, d)."""
+    h = jnp.einsum("gecd,edf->gecf", xe, w13)
+    a, b = jnp.split(h, 2, axis=-1)
+    return jnp.einsum("gecf,efd->gecd", jax.nn.silu(a) * b, w2)
+
+
+def route(x: jax.Array, w_router: jax.Array, bias: jax.Array, top_k: int, use_bias: bool):
+    """Return (probs (..., E), chosen expert ids (..., k), gate weights (..., k), biased scores)."""
+    logits = x @ w_router
+    probs = jax.nn.softmax(logits, axis=-1)
+    scores = probs + jax.lax.stop_gradient(bias) if use_bias else probs
+    _, idx = jax.lax.top_k(jax.lax.stop_gradient(scores), top_k)
+    gates = jnp.take_along_axis(probs, idx, axis=-1)
+    if top_k > 1:
+        gates = gates / (jnp.sum(gates, axis=-1, keepdims=True) + 1e-9)
+    return probs, idx, gates, scores
+
+
+def dispatch_capacity(x, idx, gates, w13, w2, n_experts: int, cap: int):
+    """Per-group capacity dispatch. x (G, S, d), idx/gates (G, S, k). Returns (y, kept fraction)."""
+    g, s, d = x.shape
+    k = idx.shape[-1]
+    # Choices in priority order: all first choices (token order), then all second choices, ...
+    e_flat = jnp.swapaxes(idx, 1, 2).reshape(g, k * s)  # (G, kS)
+    onehot = jax.nn.one_hot(e_flat, n_experts, dtype=jnp.int32)  # (G, kS, E)
+    pos = jnp.sum((jnp.cumsum(onehot, axis=1) - 1) * onehot, axis=-1)  # (G, kS)
+    keep = pos < cap
+    dummy = n_experts * cap
+    slot = jnp.where(keep, e_flat * cap + pos, dummy)
+    token = jnp.tile(jnp.arange(s, dtype=jnp.int32), k)  # token of each choice
+
+    def one_group(xg, slot_g):
+        src = jnp.full((dummy + 1,), s, dtype=jnp.int32).at[slot_g].set(token)[:dummy]
+        xpad = jnp.concatenate([xg, jnp.zeros((1, d), xg.dtype)], axis=0)
+        return xpad[src]  # (E*C, d)
+
+    xe = jax.vmap(one_group)(x, slot).reshape(g, n_experts, cap, d)
+    ye = _swiglu_experts(xe, w13, w2).reshape(g, n_experts * cap, d)
+    ye = jnp.concatenate([ye, jnp.zeros((g, 1, d), ye.dtype)], axis=1)
+    y_choice = jax.vmap(lambda yg, sg: yg[sg])(ye, slot)  # (G, kS, d)
+    w = (jnp.swapaxes(gates, 1, 2).reshape(g, k * s) * keep)[..., None]
+    y = jnp.sum((y_choice * w).reshape(g, k, s, d), axis=1)
+    return y, jnp.mean(keep.astype(jnp.float32))
+
+
+def dispatch_dense(x, idx, gates, w13, w2, n_experts: int):
+    """Reference: every expert on every token, combined with the sparse gate weights."""
+    g, s, d = x.shape
+    ye = _swiglu_experts(jnp.broadcast_to(x[:, None], (g, n_experts, s, d)), w13, w2)  # (G, E, S, d)
+    dense_gates = jnp.sum(jax.nn.one_hot(idx, n_experts, dtype=x.dtype) * gates[..., None], axis=-2)
+    return jnp.einsum("gse,gesd->gsd", dense_gates, ye), jnp.float32(1.0)
+
+
+class MoE(nnx.Module):
+    def __init__(self, spec: ModelSpec, *, rngs: nnx.Rngs, dispatch: str = "capacity", group_size: int = 0):
+        d, e, f = spec.d_model, spec.n_experts, spec.expert_d_ff
+        self.n_experts, self.top_k = e, spec.top_k
+        self.capacity_factor = spec.capacity_factor
+        self.balancing = spec.balancing
+        self.dispatch = dispatch
+        self.group_size = group_size
+        init = nnx.initializers.normal(0.02)
+        self.router = nnx.Param(init(rngs.params(), (d, e)))
+        self.w13 = nnx.Param(init(rngs.params(), (e, d, 2 * f)))
+        self.w2 = nnx.Param(init(rngs.params(), (e, f, d)) / math.sqrt(2 * spec.n_layers))
+        self.bias = RouterBias(jnp.zeros((e,), jnp.float32))
+        self.n_shared = spec.n_shared
+        if spec.n_shared:
+            fs = spec.n_shared * f
+            self.shared_w13 = nnx.Param(init(rngs.params(), (d, 2 * fs)))
+            self.shared_w2 = nnx.Param(init(rngs.params(), (fs, d)) / math.sqrt(2 * spec.n_layers))
+
+    def __call__(self, x: jax.Array):
+        b, t, d = x.shape
+        e, k = self.n_experts, self.top_k
+        use_bias = self.balancing in ("aux_free", "aux_free_quantile")
+        probs, idx, gates, scores = route(x, self.router[...], self.bias[...], k, use_bias)
+        group = self.group_size or t
+        if (b * t) % group:
+            group = t
+        xg = x.reshape(-1, group, d)
+        idx_g, gates_g = idx.reshape(-1, group, k), gates.reshape(-1, group, k)
+        if self.dispatch == "dense":
+            y, kept = dispatch_dense(xg, idx_g, gates_g, self.w13[...], self.w2[...], e)
+        else:
+            cap = capacity(group, e, k, self.capacity_factor)
+            y, kept = dispatch_capacity(xg, idx_g, gates_g, self.w13[...], self.w2[...], e, cap)
+        y = y.reshape(b, t, d)
+        if self.n_shared:
+            a, c = jnp.split(x @ self.shared_w13[...], 2, axis=-1)
+            y = y + (jax.nn.silu(a) * c) @ self.shared_w2[...]
+        counts = jnp.sum(jax.nn.one_hot(idx, e, dtype=jnp.float32), axis=(0, 1, 2))  # choices per expert
+        load = counts / (b * t * k)  # fraction of choices, sums to 1
+        mean_prob = jnp.mean(probs, axis=(0, 1))
+        aux = e * jnp.sum(jax.lax.stop_gradient(load) * mean_prob)
+        entropy = -jnp.mean(jnp.sum(probs * jnp.log(probs + 1e-9), axis=-1))
+        q = 1.0 - k / e
+        quantile = jnp.quantile(jax.lax.stop_gradient(scores).reshape(-1, e), q, axis=0) if k < e else counts * 0
+        stats = {
+            "load": load,
+            "quantile": quantile,
+            "aux_loss": aux,
+            "drop_rate": 1.0 - kept,
+            "entropy": entropy,
+            "load_max_over_mean": jnp.max(load) * e,
+        }
+        return y, stats
+
+
+def update_bias(bias: jax.Array, stats: dict, balancing: str, rate: float) -> jax.Array:
+    """The router-bias update, outside the gradient (returns the new bias)."""
+    if balancing == "aux_free":
+        load = stats["load"]
+        return bias + rate * jnp.sign(jnp.mean(load) - load)
+    if balancing == "aux_free_quantile":
+        q = stats["quantile"]
+        centred = jnp.median(q) - q
+        return bias + rate * centred / (jnp.std(q) + 1e-6)
+    return bias
