@@ -1,0 +1,85 @@
+"""Steps: what the executor runs. A step is a pure function of its config and its data deps' outputs."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEP_KINDS = ("data", "order")
+
+
+@dataclass(frozen=True)
+class Dep:
+    """A dependency on another step of the same ladder.
+
+    ``kind="data"``: the step reads the dep's output; the dep's hash is part of ours and a re-run of the
+    dep refreshes us. ``kind="order"``: only waits for it (e.g. the hero waits for the gate).
+    ``required=False``: run even if the dep FAILED or was BLOCKED (e.g. a report of whatever exists).
+    """
+
+    step: str
+    kind: str = "data"
+    required: bool = True
+
+    def __post_init__(self):
+        if self.kind not in DEP_KINDS:
+            raise ValueError(f"Dep({self.step!r}).kind: {self.kind!r} is not one of {', '.join(DEP_KINDS)}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One node of a ladder's DAG.
+
+    ``fn`` is a callable or ``"module:function"``, called as ``fn(config, ctx)`` in a Ray task; it may
+    return a JSON-able dict (written to result.json). ``resources``: ``{"cpus", "gpus", "custom",
+    "max_retries"}``. ``flops`` is only shown in the plan.
+    """
+
+    name: str
+    fn: Callable | str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    deps: tuple[Dep, ...] = ()
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    flops: float = 0.0
+    description: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name.startswith("."):
+            raise ValueError(f"Step.name: {self.name!r} must be a non-empty name without '/'")
+        deps = tuple(Dep(d) if isinstance(d, str) else d for d in self.deps)
+        object.__setattr__(self, "deps", deps)
+
+    @property
+    def data_deps(self) -> tuple[Dep, ...]:
+        return tuple(d for d in self.deps if d.kind == "data")
+
+
+class Blocked(Exception):  # noqa: N818 - the name is the API
+    """Raised by a step (the gate) to block its dependents; the step's status becomes BLOCKED."""
+
+    def __init__(self, reasons: str | list[str]):
+        self.reasons = [reasons] if isinstance(reasons, str) else list(reasons)
+        super().__init__("; ".join(self.reasons))
+
+
+def fn_name(fn: Callable | str) -> str:
+    """The qualified name that goes into the hash: ``module:qualname`` (a string fn is used as is)."""
+    if isinstance(fn, str):
+        return fn
+    module = getattr(fn, "__module__", None) or "?"
+    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{module}:{qual}"
+
+
+def resolve_fn(fn: Callable | str) -> Callable:
+    if callable(fn):
+        return fn
+    if not isinstance(fn, str) or ":" not in fn:
+        raise ValueError(f"step function {fn!r} must be a callable or 'module:function'")
+    module, _, attr = fn.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj

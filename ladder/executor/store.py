@@ -1,0 +1,145 @@
+"""Storage for step directories: a local path or any fsspec URL (gs://, s3://, memory://, ...).
+
+Two primitives carry the executor's guarantees:
+- ``write_atomic``: readers see the old bytes or the new bytes, never a torn file (local: a temp file and
+  ``os.replace``; object stores: one PUT, which is atomic per object).
+- ``create_exclusive``: exactly one of several concurrent creators wins (local: ``O_CREAT | O_EXCL``;
+  fsspec: mode ``"xb"`` where the backend implements it, e.g. conditional writes on GCS/S3).
+Internal paths are fsspec paths without protocol; ``url()`` gives what a user (or a step) should use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import fsspec
+
+
+class Store:
+    def __init__(self, root: str):
+        self.root_url = str(root)
+        self.fs, base = fsspec.core.url_to_fs(self.root_url)
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        self.local = "file" in protocols or "local" in protocols
+        self.root = os.path.abspath(base) if self.local else base.rstrip("/")
+
+    def __reduce__(self):  # ship the URL, not the filesystem object
+        return (Store, (self.root_url,))
+
+    # ---- paths
+    def join(self, *parts: str) -> str:
+        if self.local:
+            return os.path.join(*parts)
+        return "/".join(p.strip("/") if i else p.rstrip("/") for i, p in enumerate(parts))
+
+    def url(self, path: str) -> str:
+        """What a user or a step function should use for ``path``: a plain local path or a full URL."""
+        return path if self.local else self.fs.unstrip_protocol(path)
+
+    def to_path(self, url: str) -> str:
+        if self.local:
+            return os.path.abspath(url[len("file://") :] if url.startswith("file://") else url)
+        return fsspec.core.url_to_fs(url)[1]
+
+    # ---- reads
+    def read_bytes(self, path: str) -> bytes | None:
+        try:
+            if self.local:
+                with open(path, "rb") as f:
+                    return f.read()
+            return self.fs.cat_file(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def read_json(self, path: str) -> Any | None:
+        """The parsed file, or None when it is missing or not (yet) valid JSON."""
+        data = self.read_bytes(path)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path) if self.local else self.fs.exists(path)
+
+    def listdir(self, path: str) -> list[str]:
+        """Base names in ``path`` ([] when it does not exist)."""
+        try:
+            if self.local:
+                return os.listdir(path)
+            return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(path, detail=False, refresh=True)]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    # ---- writes
+    def makedirs(self, path: str) -> None:
+        if self.local:
+            os.makedirs(path, exist_ok=True)
+        else:
+            self.fs.makedirs(path, exist_ok=True)
+
+    def write_atomic(self, path: str, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode()
+        if self.local:
+            parent = os.path.dirname(path)
+            os.makedirs(parent, exist_ok=True)
+            tmp = os.path.join(parent, f".tmp-{os.path.basename(path)}-{uuid.uuid4().hex[:8]}")
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        else:
+            self.fs.pipe_file(path, data)
+
+    def write_json(self, path: str, obj: Any) -> None:
+        self.write_atomic(path, json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n")
+
+    def create_exclusive(self, path: str, data: bytes | str) -> bool:
+        """Create ``path`` with ``data`` unless it exists; True for the one caller that created it."""
+        if isinstance(data, str):
+            data = data.encode()
+        if self.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            return True
+        try:
+            with self.fs.open(path, "xb") as f:
+                f.write(data)
+            return True
+        except FileExistsError:
+            return False
+        except (ValueError, NotImplementedError, TypeError):
+            # The backend has no exclusive create: check, write, read back (best effort, documented).
+            if self.fs.exists(path):
+                return False
+            # Callers' data is unique (it names the claimer's owner id and run id).
+            self.fs.pipe_file(path, data)
+            return self.fs.cat_file(path) == data
+
+    def remove(self, path: str) -> None:
+        try:
+            if self.local:
+                os.unlink(path)
+            else:
+                self.fs.rm_file(path)
+        except FileNotFoundError:
+            pass
