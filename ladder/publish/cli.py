@@ -1,0 +1,83 @@
+"""`ladder dashboard` and `ladder import-wandb`, registered on the `ladder` click group."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+
+class BadInput(click.ClickException):
+    """A user mistake: the ladder group prints one line and exits 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _default_root() -> str:
+    return os.environ.get("LADDER_ROOT") or "runs"
+
+
+def register(group: click.Group) -> None:
+    group.add_command(dashboard)
+    group.add_command(import_wandb)
+
+
+@click.command()
+@click.option("--root", default=None, help="Ladder root to show (default: LADDER_ROOT, else ./runs).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback exposes the (read-only) dashboard to the network.")
+@click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
+@click.option("--verbose", is_flag=True, help="Log every request.")
+def dashboard(root, host, port, verbose):
+    """Serve a live, read-only dashboard of every ladder under the root."""
+    from ladder.publish.server import DashboardServer
+
+    root = root or _default_root()
+    if "://" in root:
+        raise BadInput(f"--root {root}: the dashboard reads a local folder; copy or mount the root locally")
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise BadInput(f"--root {root}: no such folder; give the folder a ladder was submitted with (--root)")
+    if not 0 <= port <= 65535:
+        raise BadInput(f"--port {port}: must be between 0 and 65535")
+    try:
+        server = DashboardServer(path, host=host, port=port, quiet=not verbose)
+    except OSError as exc:
+        raise BadInput(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc}); "
+                       "pick another port, e.g. --port 0") from exc
+    click.echo(f"dashboard of {path.resolve()} at {server.url}  (Ctrl-C to stop)")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+@click.command("import-wandb")
+@click.argument("run_path", metavar="ENTITY/PROJECT/RUN_ID")
+@click.option("--as", "name", required=True, help="Name to show the run under (letters, digits, _ . -).")
+@click.option("--keys", multiple=True, metavar="KEY[=NAME]",
+              help="History keys to import (repeatable or comma-separated); KEY=NAME renames, e.g. "
+                   "train/loss=loss. Default: the usual step/tokens/loss keys and every */loss key.")
+@click.option("--from-csv", "from_csv", type=click.Path(dir_okay=False), default=None,
+              help="Read an exported history CSV instead of calling the W&B API.")
+@click.option("--root", default=None, help="Ladder root (default: LADDER_ROOT, else ./runs).")
+@click.option("--ladder", "ladder_name", default=None,
+              help="Ladder to attach the run to (default: the only ladder under the root).")
+def import_wandb(run_path, name, keys, from_csv, root, ladder_name):
+    """Import a W&B run's history as an actual curve the dashboard and report overlay."""
+    from ladder.publish.wandb_import import ImportErrorLine, import_run
+
+    try:
+        out, n = import_run(run_path, name, root=root or _default_root(), ladder=ladder_name, keys=keys,
+                            from_csv=from_csv)
+    except ImportErrorLine as exc:
+        raise BadInput(str(exc)) from None
+    click.echo(f"imported {n} rows of {run_path} as {name}: {out}")
+    return 0

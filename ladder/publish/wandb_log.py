@@ -1,0 +1,358 @@
+"""Mirror a ladder into Weights & Biases: a trainer callback per training step, and a ladder-level run.
+
+Our metrics files are the source of truth; W&B is a mirror, so a W&B failure is reported once as
+a warning and never stops training.
+
+- Mode: ``disabled`` logs nothing; ``online``/``offline`` as named; ``auto`` (the default) is online
+  when an API key is configured (WANDB_API_KEY or a netrc entry for the W&B host), else offline
+  (upload later with ``wandb sync <root>/<ladder>/wandb/wandb/offline-run-*``). Precedence: the
+  command line's ``--wandb``, then WANDB_MODE, then the spec's ``WandbSpec.mode``.
+- Entity and project: the spec's WandbSpec, else WANDB_ENTITY / WANDB_PROJECT, else project
+  ``scaling-ladder``. Group = the ladder's name; run name = the step's name; config = the resolved
+  spec as a dict (plus the step's own run spec under ``run``).
+- Files: everything W&B writes (runs, cache, config, data, artifacts) goes under
+  ``<root>/<ladder>/wandb``, never the user's home; a variable the user set explicitly is respected.
+- Run ids are derived from the ladder and step (and the step's output dir), so a resumed training
+  step continues the same W&B run (``resume="allow"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import netrc
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PROJECT = "scaling-ladder"
+_ENV_DIRS = ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR")
+_we_set: dict[str, str] = {}
+_env_lock = threading.Lock()
+
+
+def has_api_key() -> bool:
+    """True when W&B credentials are configured: WANDB_API_KEY, or a netrc entry for the W&B host."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai").split("://")[-1].split("/")[0].split(":")[0]
+    path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    try:
+        auth = netrc.netrc(path).authenticators(host)
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        return False
+    return bool(auth and auth[2])
+
+
+def resolve_mode(cli_mode: str | None = None, spec_mode: str | None = None) -> str:
+    """online | offline | disabled, from the command line, WANDB_MODE, then the spec (auto -> key?)."""
+    mode = cli_mode or os.environ.get("WANDB_MODE") or spec_mode or "auto"
+    mode = {"dryrun": "offline", "run": "online", "shared": "online"}.get(mode, mode)
+    if mode == "auto":
+        return "online" if has_api_key() else "offline"
+    if mode not in ("online", "offline", "disabled"):
+        raise ValueError(f"wandb mode {mode!r} is not one of auto, online, offline, disabled")
+    return mode
+
+
+def wandb_dir(root: str | Path, ladder: str) -> Path:
+    return Path(root) / ladder / "wandb"
+
+
+def configure_env(base: Path) -> Path:
+    """Point W&B's directories under ``base`` (unless the user set them); returns ``base``."""
+    base.mkdir(parents=True, exist_ok=True)
+    targets = {"WANDB_DIR": base, "WANDB_CACHE_DIR": base / ".cache", "WANDB_CONFIG_DIR": base / ".config",
+               "WANDB_DATA_DIR": base / ".data", "WANDB_ARTIFACT_DIR": base / ".artifacts"}
+    with _env_lock:
+        for var, path in targets.items():
+            current = os.environ.get(var)
+            if current is None or _we_set.get(var) == current:
+                os.environ[var] = str(path)
+                _we_set[var] = str(path)
+    return base
+
+
+def spec_config(spec: Any, run_name: str | None = None) -> dict:
+    """The resolved spec as a plain dict for W&B's config (with the step's run spec under 'run')."""
+    try:
+        from ladder.spec import resolve
+
+        resolved = resolve(spec)
+    except Exception:
+        resolved = spec
+    cfg = _plain(dataclasses.asdict(resolved)) if dataclasses.is_dataclass(resolved) else _plain(resolved)
+    if run_name and dataclasses.is_dataclass(resolved) and hasattr(resolved, "rung"):
+        try:
+            run = resolved.rung(run_name)
+            cfg["run"] = _plain(dataclasses.asdict(run))
+            cfg["run"]["params_active"] = run.model.params_active
+            cfg["run"]["flops"] = run.flops
+        except KeyError:
+            pass
+    return cfg
+
+
+def run_id(ladder: str, name: str, salt: str = "") -> str:
+    return hashlib.sha1(f"{ladder}/{name}/{salt}".encode()).hexdigest()[:16]
+
+
+class WandbCallback:
+    """Trainer callback: ``on_step(step, row)``, ``on_eval(step, row)``, ``on_checkpoint(step)``,
+    ``on_end(result)``. W&B starts on the first call, in the process that trains (picklable
+    until then, so it can be built in the driver and shipped to a Ray worker)."""
+
+    def __init__(self, *, root: str | Path, ladder: str, step_name: str, config: dict | None = None,
+                 mode: str = "offline", entity: str | None = None, project: str | None = None,
+                 job_type: str = "train", salt: str = "", tags: tuple[str, ...] = ()):
+        self.root = str(root)
+        self.ladder = ladder
+        self.step_name = step_name
+        self.config = config or {}
+        self.mode = mode
+        self.entity = entity
+        self.project = project or DEFAULT_PROJECT
+        self.job_type = job_type
+        self.salt = salt
+        self.tags = tuple(tags)
+        self._run = None
+        self._failed = False
+        self._last_step = -1
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_run"] = None
+        return state
+
+    @property
+    def run(self):
+        return self._run
+
+    def _ensure(self):
+        if self._run is not None or self._failed or self.mode == "disabled":
+            return self._run
+        try:
+            import wandb
+
+            base = configure_env(wandb_dir(self.root, self.ladder))
+            self._run = wandb.init(
+                project=self.project, entity=self.entity, group=self.ladder, name=self.step_name,
+                job_type=self.job_type, config=self.config, dir=str(base), mode=self.mode,
+                id=run_id(self.ladder, self.step_name, self.salt), resume="allow", reinit="create_new",
+                tags=list(self.tags) or None,
+                settings=wandb.Settings(console="off", silent=True, x_disable_stats=True, save_code=False),
+            )
+        except Exception as exc:  # W&B is a mirror: warn once, keep training
+            self._fail(exc)
+        return self._run
+
+    def _fail(self, exc: BaseException) -> None:
+        if not self._failed:
+            print(f"warning: W&B logging for {self.ladder}/{self.step_name} is off ({type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0] if str(exc) else ''}); the metrics files are unaffected",
+                  file=sys.stderr)
+        self._failed = True
+        self._run = None
+
+    def _log(self, data: dict, step: int | None) -> None:
+        run = self._ensure()
+        if run is None:
+            return
+        data = {k: v for k, v in data.items() if _loggable(v) and k != "step"}
+        if not data:
+            return
+        try:
+            if step is None or step < self._last_step:
+                run.log(data, step=max(self._last_step, 0))
+            else:
+                run.log(data, step=int(step))
+                self._last_step = int(step)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_step(self, step: int, row: dict) -> None:
+        self._log({f"train/{k}" if k in ("loss", "lr") else k: v for k, v in row.items()}, step)
+
+    def on_eval(self, step: int, row: dict) -> None:
+        self._log({(k if k.startswith(("eval", "bpb")) else f"eval/{k}"): v for k, v in row.items()
+                   if k not in ("tokens", "flops")}, step)
+
+    def on_checkpoint(self, step: int) -> None:
+        run = self._ensure()
+        if run is not None:
+            try:
+                run.summary["last_checkpoint_step"] = int(step)
+            except Exception as exc:
+                self._fail(exc)
+
+    def on_end(self, result: dict | None = None) -> None:
+        run = self._run
+        if run is None:
+            return
+        try:
+            for k, v in (result or {}).items():
+                if _loggable(v) or isinstance(v, str):
+                    run.summary[k] = v
+            status = (result or {}).get("status", "SUCCESS")
+            run.finish(exit_code=0 if status == "SUCCESS" else 1)
+        except Exception as exc:
+            self._fail(exc)
+        finally:
+            self._run = None
+
+    def finish(self) -> None:
+        self.on_end({})
+
+
+def make_callback(spec: Any, step_name: str, root: str | Path | None = None, mode: str | None = None,
+                  salt: str = "") -> WandbCallback | None:
+    """The callback for one training step of ``spec`` (None when W&B is disabled).
+
+    ``mode``: the command line's --wandb (None: WANDB_MODE, then the spec's). ``salt``: e.g. the
+    step's content hash, so a changed config is a new W&B run and a resumed one is the same run."""
+    wb = getattr(spec, "wandb", None)
+    resolved = resolve_mode(mode, getattr(wb, "mode", None))
+    if resolved == "disabled":
+        return None
+    return WandbCallback(
+        root=root or spec.root, ladder=spec.name, step_name=step_name, config=spec_config(spec, step_name),
+        mode=resolved, entity=getattr(wb, "entity", None) or os.environ.get("WANDB_ENTITY"),
+        project=getattr(wb, "project", None) or os.environ.get("WANDB_PROJECT"), salt=salt,
+    )
+
+
+def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | None = None,
+                   entity: str | None = None, project: str | None = None) -> str | None:
+    """Log the ladder-level run: fit, predict and report tables (and a loss-vs-compute plot).
+
+    Reads whatever the fit/predict/gate/report steps have written under ``<root>/<ladder>``; call it
+    after any of them (the run id is fixed per ladder, so calls resume one run). Returns the run's
+    directory, or None when disabled or W&B failed."""
+    wb = getattr(spec, "wandb", None)
+    resolved = resolve_mode(mode, getattr(wb, "mode", None))
+    if resolved == "disabled":
+        return None
+    from ladder import layout
+    from ladder.publish.data import Root
+
+    r = Root(root)
+    dirs = r.step_dirs(ladder)
+    try:
+        import wandb
+
+        base = configure_env(wandb_dir(root, ladder))
+        run = wandb.init(
+            project=project or getattr(wb, "project", None) or os.environ.get("WANDB_PROJECT") or DEFAULT_PROJECT,
+            entity=entity or getattr(wb, "entity", None) or os.environ.get("WANDB_ENTITY"),
+            group=ladder, name=f"{ladder}-ladder", job_type="ladder", dir=str(base), mode=resolved,
+            config=spec_config(spec) if spec is not None else {"ladder": ladder},
+            id=run_id(ladder, "__ladder__"), resume="allow", reinit="create_new",
+            settings=wandb.Settings(console="off", silent=True, x_disable_stats=True, save_code=False),
+        )
+    except Exception as exc:
+        print(f"warning: W&B ladder run for {ladder} is off ({type(exc).__name__}: {exc}); files unaffected",
+              file=sys.stderr)
+        return None
+    try:
+        tables: dict[str, list[dict]] = {}
+        fit = r.fit(ladder)
+        if fit["runs"]:
+            tables["fit/runs"] = fit["runs"]
+        if fit["params"]:
+            tables["fit/params"] = fit["params"]
+        if fit["backtest"]:
+            tables["fit/backtest"] = fit["backtest"]
+        if fit["curve"]:
+            tables["fit/law_curve"] = fit["curve"]
+        for name in ("hero_curve", "targets"):
+            rows = r.table(ladder, name)
+            if rows:
+                tables[f"predict/{name}"] = rows
+        if "hero" in dirs:
+            rows = r.table(ladder, "forecasts")
+            if rows:
+                tables["hero/forecasts"] = rows
+        payload: dict[str, Any] = {k: _wandb_table(wandb, v) for k, v in tables.items()}
+        summary: dict[str, Any] = {}
+        if fit.get("hero"):
+            summary.update({f"predict/hero_{k}": v for k, v in fit["hero"].items() if _loggable(v)})
+        if "gate" in dirs:
+            gate = layout.read_json(dirs["gate"] / layout.GATE, {}) or {}
+            if isinstance(gate, dict) and "passed" in gate:
+                summary["gate/passed"] = bool(gate["passed"])
+                summary["gate/overridden"] = bool(gate.get("overridden", False))
+        if "report" in dirs:
+            rep = layout.read_json(dirs["report"] / layout.REPORT, {}) or {}
+            if isinstance(rep, dict):
+                summary.update({f"report/{k}": v for k, v in rep.items() if _loggable(v) or isinstance(v, str)})
+        fig = _fit_figure(fit)
+        if fig is not None:
+            payload["fit/loss_vs_compute"] = wandb.Plotly(fig)
+        if payload:
+            run.log(payload)
+        for k, v in summary.items():
+            run.summary[k] = v
+        out = run.dir
+        run.finish()
+        return out
+    except Exception as exc:
+        print(f"warning: W&B ladder run for {ladder} failed ({type(exc).__name__}: {exc}); files unaffected",
+              file=sys.stderr)
+        try:
+            run.finish(exit_code=1)
+        except Exception:
+            pass
+        return None
+
+
+def _wandb_table(wandb, rows: list[dict]):
+    cols: dict[str, None] = {}
+    for row in rows:
+        for k in row:
+            cols.setdefault(k, None)
+    columns = list(cols)
+    return wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows])
+
+
+def _fit_figure(fit: dict):
+    try:
+        import plotly.graph_objects as go
+    except ImportError:  # pragma: no cover
+        return None
+    runs = [r for r in fit["runs"] if isinstance(r.get("flops"), float | int) and isinstance(r.get("loss"), float | int)]
+    if not runs:
+        return None
+    fig = go.Figure()
+    fig.add_scatter(x=[r["flops"] for r in runs], y=[r["loss"] for r in runs], mode="markers", name="rungs")
+    curve = fit.get("curve") or []
+    if curve:
+        fig.add_scatter(x=[c["flops"] for c in curve], y=[c["loss"] for c in curve], mode="lines", name="law")
+    if fit.get("hero"):
+        h = fit["hero"]
+        fig.add_scatter(x=[h["flops"]], y=[h["loss"]], mode="markers", name="hero (predicted)")
+    fig.update_xaxes(type="log", title="FLOPs")
+    fig.update_yaxes(type="log", title="loss")
+    return fig
+
+
+def _loggable(v: Any) -> bool:
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int | float):
+        return math.isfinite(float(v))
+    return False
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, str | int | float | bool) or obj is None:
+        return obj
+    return str(obj)
