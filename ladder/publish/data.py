@@ -35,6 +35,7 @@ STATUSES = ("RUNNING", "SUCCESS", "FAILED", "DEP_FAILED", "BLOCKED", "PENDING")
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]{0,127}$")
 MAX_POINTS = 2000  # per chart series; CSV downloads are never thinned
 STALE_HEARTBEAT_S = 180.0
+LAW_CURVE_CSV = "law_curve.csv"  # fit: the law over compute with its band (flops, loss, lower, upper)
 MOE_KEYS = ("expert_load_max_over_mean", "drop_rate", "routing_entropy", "grad_norm")
 SKIP_DIRS = {"imported", "wandb", "checkpoints"}
 
@@ -412,24 +413,32 @@ class Root:
             pred = self.files.json(pd_ / layout.PREDICTION, {}) or {}
             if not isinstance(pred, dict):
                 pred = {}
-            out["targets"] = [r for r in self.files.csv(pd_ / layout.TARGETS_CSV) if isinstance(r, dict)]
+            hero_name = hero_prediction(pred).get("name") or "hero"
+            out["targets"] = [r for r in self.files.csv(pd_ / layout.TARGETS_CSV)
+                              if isinstance(r, dict) and r.get("name") != hero_name]
             curve = self.files.csv(pd_ / layout.HERO_CURVE)
-            hero_flops = _num(pred.get("flops")) or _num((pred.get("hero") or {}).get("flops")
-                                                         if isinstance(pred.get("hero"), dict) else None)
+            h = hero_prediction(pred)
+            hero_flops = _num(h.get("flops"))
             if hero_flops is None and curve:
                 hero_flops = _num(curve[-1].get("flops"))
-            pl = _num(pred.get("predicted_final_loss"))
-            if pl is None and isinstance(pred.get("hero"), dict):
-                pl = _num(pred["hero"].get("predicted_final_loss"))
+            pl = _num(h.get("predicted_final_loss"))
             if pl is not None and hero_flops is not None:
-                out["hero"] = {"flops": hero_flops, "loss": pl, "lower": _num(pred.get("lower")),
-                               "upper": _num(pred.get("upper")), "level": _num(pred.get("level"))}
+                out["hero"] = {"flops": hero_flops, "loss": pl, "lower": _num(h.get("lower")),
+                               "upper": _num(h.get("upper")), "level": _num(h.get("level")),
+                               "name": h.get("name") or "hero"}
             hero_dir = dirs.get("hero")
             if out["hero"] is not None and hero_dir is not None:
                 res = self.files.json(hero_dir / layout.RESULT, {}) or {}
-                if isinstance(res, dict):
-                    out["hero"]["actual"] = _num(res.get(str(pred.get("metric") or "final_loss"))) or _num(
-                        res.get("final_loss")) or _num(res.get("loss"))
+                if isinstance(res, dict) and res.get("status", "SUCCESS") == "SUCCESS":
+                    out["hero"]["actual"] = next((_num(res.get(k)) for k in
+                                                  ("final_eval_loss", "final_loss", "final_train_loss", "loss")
+                                                  if _num(res.get(k)) is not None), None)
+        # the backtest's target point: place it at its rung's compute
+        by_name = {r.get("name"): r for r in out["runs"] if isinstance(r, dict)}
+        for b in out["backtest"]:
+            target = by_name.get(b.get("predict") or b.get("name"))
+            if target is not None and "flops" not in b:
+                b["flops"] = _num(target.get("flops"))
         out["curve"] = self._law_curve(fd, out, fitj)
         out["prediction"] = _scalars(pred)
         return out
@@ -437,9 +446,10 @@ class Root:
     def _law_curve(self, fd: Path | None, view: dict, fitj: dict) -> list[dict]:
         """The fitted law over the compute range, with its band: from curves.csv, else evaluated."""
         if fd is not None:
-            rows = self.files.csv(fd / layout.CURVES_CSV)
-            if rows and "flops" in rows[0] and "loss" in rows[0]:
-                return rows
+            for fname in (LAW_CURVE_CSV, layout.CURVES_CSV):
+                rows = self.files.csv(fd / fname)
+                if rows and "flops" in rows[0] and "loss" in rows[0]:
+                    return rows
         law = _find_law(fitj)
         if not law:
             return []
@@ -482,7 +492,7 @@ class Root:
         if pd_ is not None:
             predicted = self.files.csv(pd_ / layout.HERO_CURVE)
             pred = self.files.json(pd_ / layout.PREDICTION, {}) or {}
-            out["prediction"] = _scalars(pred) if isinstance(pred, dict) else {}
+            out["prediction"] = _scalars(hero_prediction(pred))
         out["predicted"] = self._columns(predicted, ("step", "tokens", "flops", "loss", "lower", "upper"))
         hd = dirs.get("hero")
         if hd is not None:
@@ -654,6 +664,16 @@ def band_exits(predicted: list[dict], actual: list[dict], metric: str) -> list[d
     return out
 
 
+def hero_prediction(pred: Any) -> dict:
+    """The hero's entry of prediction.json: its 'hero' object, else the top level (flat form)."""
+    if not isinstance(pred, dict):
+        return {}
+    h = pred.get("hero")
+    if isinstance(h, dict):
+        return {**{k: v for k, v in pred.items() if k in ("law", "level")}, **h}
+    return pred
+
+
 def _pointer(ptr: Any, ladder_dir: Path) -> Path | None:
     if isinstance(ptr, dict):
         for k in ("path", "dir", "output_dir", "out_dir", "output"):
@@ -794,6 +814,8 @@ def _backtest_rows(fitj: dict) -> list[dict]:
                 bt = v["backtest"]
                 break
     if isinstance(bt, dict):
+        bt = {k: (", ".join(map(str, v)) if isinstance(v, list) and all(isinstance(x, str | int | float) for x in v) else v)
+              for k, v in bt.items()}
         for key in ("rows", "points", "runs", "held_out"):
             if isinstance(bt.get(key), list) and all(isinstance(x, dict) for x in bt[key]):
                 summary = {k: v for k, v in _scalars(bt).items()}

@@ -127,7 +127,7 @@ def write_sample_root(root: str | Path, name: str = "demo", hero_frac: float = 0
         layout.write_json_atomic(d / layout.PROGRESS, {"step": int(step[-1]), "total_steps": int(step[-1]),
                                                         "tokens": tokens, "loss": float(loss[-1]),
                                                         "tokens_per_s": 2.1e6, "eta_s": 0})
-        layout.write_json_atomic(d / layout.RESULT, {"status": "SUCCESS", "final_loss": final,
+        layout.write_json_atomic(d / layout.RESULT, {"status": "SUCCESS", "final_eval_loss": final,
                                                       "final_train_loss": float(loss[-1]), "params_active": n,
                                                       "tokens": tokens, "flops": fpt * tokens})
         status(d, "SUCCESS", now - 3600, now - 1800)
@@ -151,14 +151,23 @@ def write_sample_root(root: str | Path, name: str = "demo", hero_frac: float = 0
     p_bt, _ = _fit_compute(C[:-1], L[:-1]) if len(C) > 3 else (params, 0)
     bt_pred = float(_law(p_bt, held[3]))
     d_fit = step_dir("fit", [f[0] for f in finals], {"law": "compute", "bootstrap": 60, "level": 0.9})
+    law = {"law": "compute", "params": params, "objective": cost, "n_points": len(C), "n_starts": 1,
+           "converged": True, "diagnostics": {}, "config": {"pin_E": PINNED_E}, "samples": samples, "ci": ci,
+           "calibration": None, "format_version": 1}
     layout.write_json_atomic(d_fit / layout.FIT, {
-        "final": {"law": "compute", "params": params, "objective": cost, "n_points": len(C), "n_starts": 4,
-                  "converged": True, "samples": samples, "ci": ci, "config": {"pin_E": PINNED_E},
-                  "format_version": 1},
-        "level": 0.9,
-        "backtest": {"rows": [{"name": held[0], "flops": held[3], "actual": held[4], "predicted": bt_pred,
-                               "rel_error": (bt_pred - held[4]) / held[4]}], "holdout": 1}})
-    runs = pd.DataFrame([{"name": f[0], "params": f[1], "tokens": f[2], "flops": f[3], "loss": f[4]} for f in finals])
+        "summary": {"law": "compute", "params": params, "n_points": len(C), "n_rungs": len(C), "level": 0.9,
+                    "bootstrap": len(samples["E"]), "fit_on": [f[0] for f in finals], "excluded": []},
+        "law": law,
+        "backtest": {"ok": True, "fit_on": [f[0] for f in finals[:-1]], "predict": held[0], "predicted": bt_pred,
+                     "actual": held[4], "relative_error": bt_pred / held[4] - 1, "compute_ratio": held[3] / C[-2],
+                     "decades": math.log10(held[3] / C[-2]), "law": "compute"}})
+    grid = np.geomspace(C.min() / 2, 2 * 6.0 * HERO[2] * 72000 * TOKENS_PER_STEP, 60)
+    boot = np.array([_law({k: samples[k][i] for k in samples}, grid) for i in range(len(samples["E"]))])
+    layout.write_csv_atomic(d_fit / "law_curve.csv", pd.DataFrame({
+        "flops": grid, "loss": _law(params, grid), "lower": np.percentile(boot, 5, axis=0),
+        "upper": np.percentile(boot, 95, axis=0)}))
+    runs = pd.DataFrame([{"name": f[0], "kind": "final", "params": f[1], "tokens": f[2], "flops": f[3], "loss": f[4]}
+                         for f in finals])
     layout.write_csv_atomic(d_fit / layout.RUNS_CSV, runs)
     status(d_fit, "SUCCESS", now - 1790, now - 1780)
 
@@ -176,9 +185,10 @@ def write_sample_root(root: str | Path, name: str = "demo", hero_frac: float = 0
     pred_curve = pred_final + shape * (h_loss[0] - pred_final) / max(shape[0], 1e-9) * 0.97
     width = np.maximum(hi_f - lo_f, 0.01 * pred_final) * (0.6 + 0.4 * frac) + 0.5 * (1 - frac) ** 3
     d_pred = step_dir("predict", ["fit"], {"target": "hero"})
+    known = frac >= r_step[0] / r_step[-1]  # the rung's curve says nothing before its first point
     hero_curve = pd.DataFrame({"step": h_step.astype(int), "tokens": h_step * TOKENS_PER_STEP,
                                "flops": h_step * TOKENS_PER_STEP * fpt_h, "lr": h_lr, "loss": pred_curve,
-                               "lower": pred_curve - width / 2, "upper": pred_curve + width / 2})
+                               "lower": pred_curve - width / 2, "upper": pred_curve + width / 2})[known]
     layout.write_csv_atomic(d_pred / layout.HERO_CURVE, hero_curve)
     targets = pd.DataFrame([
         {"name": "hero", "params": HERO[2], "tokens": hero_C / fpt_h, "flops": hero_C, "loss": pred_final,
@@ -190,9 +200,10 @@ def write_sample_root(root: str | Path, name: str = "demo", hero_frac: float = 0
     ])
     layout.write_csv_atomic(d_pred / layout.TARGETS_CSV, targets)
     layout.write_json_atomic(d_pred / layout.PREDICTION, {
-        "predicted_final_loss": pred_final, "lower": lo_f, "upper": hi_f, "level": 0.9, "law": "compute",
-        "flops": hero_C, "metric": "final_loss", "targets": targets["name"].tolist(),
-        "fitted_on": [f[0] for f in finals]})
+        "law": "compute", "level": 0.9, "fit_on": [f[0] for f in finals],
+        "hero": {"name": "hero", "predicted_final_loss": pred_final, "lower": lo_f, "upper": hi_f, "level": 0.9,
+                 "law": "compute", "params": HERO[2], "tokens": hero_C / fpt_h, "flops": hero_C},
+        "targets": targets.iloc[1:].to_dict("records")})
     status(d_pred, "SUCCESS", now - 1770, now - 1760)
 
     d_gate = step_dir("gate", ["fit", "predict"], {})
@@ -211,9 +222,9 @@ def write_sample_root(root: str | Path, name: str = "demo", hero_frac: float = 0
     _write_jsonl(d_hero / layout.METRICS, rows, partial_tail=tail)
     _write_jsonl(d_hero / layout.EVAL, evals, partial_tail='{"step": 99' if half_written else None)
     _write_jsonl(d_hero / layout.EVENTS, [
-        {"step": spike_step, "metric": "loss", "size": 0.31, "kind": "spike"},
-        {"step": spike_step, "metric": f"router_bias_norm_l{N_LAYERS - 1}", "size": 2.4, "kind": "spike"},
-        {"step": spike_step + 128, "metric": "grad_norm", "size": 3.1, "kind": "spike"}])
+        {"step": spike_step, "event": "spike", "metric": "loss", "size": 1.12, "z": 9.4},
+        {"step": spike_step, "event": "spike", "metric": "router_bias_norm", "size": 2.4, "z": 12.0},
+        {"step": spike_step + 128, "event": "spike", "metric": "grad_norm", "size": 3.1, "z": 7.7}])
     forecasts = []
     (d_hero / layout.FORECAST_DIR).mkdir(exist_ok=True)
     for q in (0.15, 0.3, 0.45, 0.6):
@@ -225,7 +236,7 @@ def write_sample_root(root: str | Path, name: str = "demo", hero_frac: float = 0
         curve = pred_curve * (1 + (ratio - 1) * (0.3 + 0.7 * (frac >= frac[i])))
         w = width * (1 - 0.5 * q)
         snap = pd.DataFrame({"step": h_step.astype(int), "tokens": h_step * TOKENS_PER_STEP, "loss": curve,
-                             "lower": curve - w / 2, "upper": curve + w / 2})
+                             "lower": curve - w / 2, "upper": curve + w / 2})[known]
         layout.write_csv_atomic(d_hero / layout.FORECAST_DIR / f"{at}.csv", snap)
         forecasts.append({"at_step": at, "predicted_final": float(curve[-1]),
                           "lower": float(curve[-1] - w[-1] / 2), "upper": float(curve[-1] + w[-1] / 2)})

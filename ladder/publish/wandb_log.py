@@ -356,3 +356,53 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, str | int | float | bool) or obj is None:
         return obj
     return str(obj)
+
+
+# ------------------------------------------------------------------------------------------
+# Hooks for ladder.stages (a step's config dict and its executor StepContext).
+
+
+def _local_root(ctx) -> tuple[str, str]:
+    """(local folder for W&B files, ladder name) for a step context; remote roots log to a tmp dir."""
+    root = str(getattr(ctx, "root", "") or "")
+    ladder = getattr(ctx, "ladder", "") or ""
+    if not root or not ladder:
+        out = Path(str(getattr(ctx, "out_dir", ".")).removeprefix("file://"))
+        root, ladder = root or str(out.parent.parent), ladder or out.parent.name
+    if root.startswith("file://"):
+        root = root[len("file://"):]
+    if "://" in root:  # gs://, s3://: W&B needs a local folder
+        import tempfile
+
+        root = str(Path(tempfile.gettempdir()) / "scaling-ladder-wandb")
+    return root, ladder
+
+
+def training_callbacks(config: dict, ctx) -> list:
+    """The W&B callback for a training step run by ladder.stages.train_step ([] when disabled)."""
+    runtime = getattr(ctx, "runtime", None) or {}
+    wb = config.get("wandb") or {}
+    mode = resolve_mode(runtime.get("wandb_mode"), wb.get("mode"))
+    if mode == "disabled":
+        return []
+    root, ladder = _local_root(ctx)
+    ladder = config.get("ladder") or ladder
+    name = getattr(ctx, "name", None) or (config.get("rung") or {}).get("name") or "train"
+    cfg = {k: v for k, v in config.items() if k != "wandb"}
+    cfg["step"] = {"name": name, "hash": getattr(ctx, "hash", None), "out_dir": str(getattr(ctx, "out_dir", ""))}
+    return [WandbCallback(root=root, ladder=ladder, step_name=name, config=_plain(cfg), mode=mode,
+                          entity=wb.get("entity") or os.environ.get("WANDB_ENTITY"),
+                          project=wb.get("project") or os.environ.get("WANDB_PROJECT"),
+                          job_type=str(config.get("role") or "train"), salt=str(getattr(ctx, "hash", "") or ""))]
+
+
+def log_ladder_step(config: dict, ctx) -> str | None:
+    """Call at the end of fit, predict and report steps: (re)logs the ladder-level run."""
+    runtime = getattr(ctx, "runtime", None) or {}
+    wb = config.get("wandb") or {}
+    mode = resolve_mode(runtime.get("wandb_mode"), wb.get("mode"))
+    if mode == "disabled":
+        return None
+    root, ladder = _local_root(ctx)
+    return log_ladder_run(root, config.get("ladder") or ladder, mode=mode, entity=wb.get("entity"),
+                          project=wb.get("project"))

@@ -49,6 +49,10 @@ function dur(s) {
   if (s < 5400) return Math.round(s / 60) + " min";
   return (s / 3600).toFixed(1) + " h";
 }
+function when(t) {
+  if (typeof t === "number" && t > 1e9) return new Date(t * 1000).toLocaleString();
+  return t === null || t === undefined ? "" : String(t);
+}
 function color(i) { return PALETTE[i % PALETTE.length]; }
 function api(path) { return "/api/ladders/" + encodeURIComponent(state.ladder) + path; }
 function csvLink(table, label) {
@@ -195,7 +199,7 @@ RENDER.overview = function (d) {
     return {
       step: s.name, status: s.status + (s.stale ? " (stale heartbeat)" : ""), progress: done,
       loss: p.loss !== undefined ? p.loss : (r.final_loss !== undefined ? r.final_loss : r.loss),
-      "tokens/s": p.tokens_per_s, eta: dur(p.eta_s), start: s.start, end: s.end, dir: s.dir || "",
+      "tokens/s": p.tokens_per_s, eta: dur(p.eta_s), start: when(s.start), end: when(s.end), dir: s.dir || "",
     };
   });
   main.innerHTML = card("DAG", `<div class="dag" id="dag"></div>`, csvLink("steps", "steps.csv")) +
@@ -295,6 +299,7 @@ RENDER.rungs = function (d) {
 RENDER.fit = function (d) {
   const main = document.getElementById("main");
   const runs = d.runs || [];
+  const names = [...new Set(runs.filter((r) => !r.kind || r.kind === "final").map((r) => r.name))];
   if (!runs.length && !d.law && !d.hero) {
     main.innerHTML = card("Fit", empty("no fit yet: the fit step runs when every rung has finished"));
     return;
@@ -306,7 +311,7 @@ RENDER.fit = function (d) {
   const h = d.hero;
   const kv = `<div class="kv">
     <div><b>law</b><span>${formula || "—"}</span></div>
-    <div><b>fitted on</b><span>${runs.length} runs (${runs.map((r) => esc(r.name)).join(", ")})</span></div>
+    <div><b>fitted on</b><span>${names.length} rungs (${names.map(esc).join(", ")})</span></div>
     ${h ? `<div><b>hero predicted final loss</b><span>${fmt(h.loss)} [${fmt(h.lower)}, ${fmt(h.upper)}]${h.level ? " @" + Math.round(h.level * 100) + "%" : ""}</span></div>` : ""}
     ${h && typeof h.actual === "number" ? `<div><b>hero actual</b><span>${fmt(h.actual)}</span></div>` : ""}
   </div>`;
@@ -319,10 +324,17 @@ RENDER.fit = function (d) {
   traces.push(...band(toCols(d.curve), "flops", "law band", "rgba(31,119,180,0.16)"));
   const [cx, cy] = xy(toCols(d.curve), "flops", "loss");
   if (cy.length) traces.push({ x: cx, y: cy, mode: "lines", name: "fitted law", line: { color: "#1f77b4", width: 2 } });
-  const rc = toCols(runs);
+  const finals = runs.filter((r) => !r.kind || r.kind === "final");
+  const others = runs.filter((r) => r.kind && r.kind !== "final");
+  const rc = toCols(finals);
   const [rx, ry] = xy(rc, "flops", "loss");
-  if (ry.length) traces.push({ x: rx, y: ry, mode: "markers", name: "rungs", text: runs.map((r) => r.name),
+  if (ry.length) traces.push({ x: rx, y: ry, mode: "markers", name: "rungs (final)", text: finals.map((r) => r.name),
     marker: { size: 9, color: "#ff7f0e", line: { color: "#fff", width: 1 } } });
+  if (others.length) {
+    const [ox, oy] = xy(toCols(others), "flops", "loss");
+    if (oy.length) traces.push({ x: ox, y: oy, mode: "markers", name: "other points (" + [...new Set(others.map((r) => r.kind))].join(", ") + ")",
+      text: others.map((r) => r.name + " " + r.kind), marker: { size: 6, color: "#ffbb78" } });
+  }
   if (h) {
     traces.push({ x: [h.flops], y: [h.loss], mode: "markers", name: "hero (predicted)",
       marker: { size: 12, symbol: "diamond", color: "#d62728" },
@@ -349,8 +361,8 @@ RENDER.fit = function (d) {
   const bts = (d.backtest || []).filter((b) => typeof b.actual === "number" && typeof b.predicted === "number");
   if (bts.length) {
     plot("c-backtest", [
-      { x: bts.map((b) => b.name || b.held_out || b.run), y: bts.map((b) => b.actual), type: "bar", name: "actual", marker: { color: "#ff7f0e" } },
-      { x: bts.map((b) => b.name || b.held_out || b.run), y: bts.map((b) => b.predicted), type: "bar", name: "predicted", marker: { color: "#1f77b4" } },
+      { x: bts.map((b) => b.predict || b.name || b.held_out || b.run), y: bts.map((b) => b.actual), type: "bar", name: "actual", marker: { color: "#ff7f0e" } },
+      { x: bts.map((b) => b.predict || b.name || b.held_out || b.run), y: bts.map((b) => b.predicted), type: "bar", name: "predicted", marker: { color: "#1f77b4" } },
     ], layout("", "held-out run", "final loss", { barmode: "group", margin: { l: 50, r: 10, t: 10, b: 40 } }));
   } else {
     document.getElementById("c-backtest").outerHTML = "";
@@ -392,7 +404,8 @@ RENDER.hero = function (d) {
     `<div class="grid2">` +
     card("How the forecast moved as the hero trained", `<div id="c-forecasts" class="chart"></div>`, csvLink("forecasts")) +
     card("Forecast snapshots (refreshed predicted curves)", `<div id="c-snapshots" class="chart"></div>`) + `</div>` +
-    (exits.length ? card("Points outside the band", table(exits.slice(0, 200))) : "");
+    (exits.length ? card(`Points outside the band (${exits.length}${exits.length > 50 ? ", first 50 shown" : ""})`,
+      table(exits.slice(0, 50)), csvLink("band_exits", "all as CSV")) : "");
   const traces = [...band(pred, xk, "predicted band", "rgba(214,39,40,0.14)")];
   const [px, py] = xy(pred, xk, "loss");
   traces.push({ x: px, y: py, mode: "lines", name: "predicted", line: { color: "#d62728", dash: "dash", width: 2 } });
@@ -462,7 +475,7 @@ RENDER.moe = function (d, changedPage) {
       let j = 0, best = Infinity;
       for (let i = 0; i < steps.length; i++) { const dd = Math.abs(steps[i] - e.step); if (dd < best) { best = dd; j = i; } }
       const y = (s[key] || [])[j];
-      if (y !== null && y !== undefined && (e.metric === key || !e.metric)) { xs.push(e.step); ys.push(y); txt.push(`${e.kind || "spike"} ${e.metric || ""} size ${fmt(e.size)}`); }
+      if (y !== null && y !== undefined && (e.metric === key || !e.metric)) { xs.push(e.step); ys.push(y); txt.push(`${e.event || e.kind || "spike"} ${e.metric || ""} size ${fmt(e.size)}`); }
     }
     if (xs.length) traces.push({ x: xs, y: ys, mode: "markers", name: "spikes", text: txt, marker: { symbol: "x", size: 9, color: "#d62728" } });
     return traces;
@@ -471,7 +484,8 @@ RENDER.moe = function (d, changedPage) {
   const bias = (r.bias_keys || []).map((k, i) => { const [x, y] = xy(s, "step", k); return { x, y, mode: "lines", name: "layer " + k.slice(18), line: { color: color(i), width: 1.2 } }; });
   if (bias.length) {
     const evB = ev.filter((e) => typeof e.step === "number" && String(e.metric || "").startsWith("router_bias_norm"));
-    if (evB.length) bias.push({ x: evB.map((e) => e.step), y: evB.map((e) => { const k = e.metric; const st = s.step || []; let j = 0; for (let i = 0; i < st.length; i++) if (Math.abs(st[i] - e.step) < Math.abs(st[j] - e.step)) j = i; return (s[k] || [])[j] ?? null; }),
+    if (evB.length) bias.push({ x: evB.map((e) => e.step), y: evB.map((e) => { const st = s.step || []; let j = 0; for (let i = 0; i < st.length; i++) if (Math.abs(st[i] - e.step) < Math.abs(st[j] - e.step)) j = i;
+        const keys = e.metric in s ? [e.metric] : r.bias_keys; return Math.max(...keys.map((k) => (s[k] || [])[j] ?? -Infinity)); }),
       mode: "markers", name: "spikes", marker: { symbol: "x", size: 9, color: "#d62728" } });
     plot("c-bias", bias, lay("‖router bias‖"));
   } else document.getElementById("c-bias").outerHTML = empty("no router-bias metrics (dense model, or aux-loss balancing)");
