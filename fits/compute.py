@@ -1,0 +1,121 @@
+"""Compute law L(C) = E + A C^-alpha, optionally with the asymptote E pinned.
+
+Source: the loss-vs-compute frontier of Kaplan et al. 2020 ("Scaling Laws for Neural Language
+Models", L(C_min)), with the irreducible term of Hoffmann et al. 2022; Marin pins E for its
+ladder's law when too few rungs constrain it.
+
+Fit in the same way as the Chinchilla law: Huber (delta 1e-3) on log residuals, summed, with
+log-sum-exp predictions. log C is centred for conditioning (alpha log C is ~50 for real budgets,
+so an unscaled A and alpha trade off almost exactly). Starts: for each trial E below min(L), the
+least-squares line through log(L - E) against log C.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fits.chinchilla import HUBER_DELTA
+from fits.lbfgs import multistart
+from fits.result import FitResult
+
+PARAM_NAMES = ("E", "A", "alpha")
+
+
+@dataclass(frozen=True)
+class ComputeLaw:
+    """L(C) = E + A C^-alpha (Kaplan et al. 2020; Hoffmann et al. 2022's E). C in FLOPs."""
+
+    E: float
+    A: float
+    alpha: float
+
+    name = "compute"
+
+    def predict(self, C) -> np.ndarray:
+        C = np.asarray(C, dtype=np.float64)
+        return self.E + self.A * C ** -self.alpha
+
+    def params(self) -> dict[str, float]:
+        return {"E": float(self.E), "A": float(self.A), "alpha": float(self.alpha)}
+
+
+def _objective(theta, x, logL, pin_e, weights=None, delta=HUBER_DELTA):
+    """theta rows: (a', e, alpha) or (a', alpha) when e is pinned; x = log C - centre."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        a = theta[:, 0, None]
+        alpha = theta[:, -1, None]
+        e = np.full_like(a, pin_e) if pin_e is not None else theta[:, 1, None]
+        p1 = np.exp(a - alpha * x)
+        E = np.exp(e)
+        z = p1 + E
+        r = np.log(z) - logL
+        c = np.clip(r, -delta, delta)
+        h = c * (r - 0.5 * c)
+        if weights is not None:
+            h = h * weights
+            c = c * weights
+        f = h.sum(axis=1)
+        q = c / z
+        p1q = p1 * q
+        cols = [p1q.sum(axis=1)]
+        if pin_e is None:
+            cols.append(E[:, 0] * q.sum(axis=1))
+        cols.append(-(p1q @ x))
+        g = np.stack(cols, axis=1)
+        f[~np.isfinite(f)] = np.inf
+        return f, g
+
+
+def starts(x, L, pin_E=None) -> np.ndarray:
+    """One start per trial asymptote: the least-squares line of log(L - E) on centred log C."""
+    fractions = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995] if pin_E is None else [None]
+    rows = []
+    for fr in fractions:
+        E = pin_E if pin_E is not None else max(fr * L.min(), 1e-3 * L.min())
+        y = np.log(np.maximum(L - E, 1e-6 * L.min()))
+        slope, icpt = np.polyfit(x, y, 1) if np.ptp(x) > 0 else (0.0, y.mean())
+        alpha = max(-slope, 1e-3)
+        rows.append([icpt, alpha] if pin_E is not None else [icpt, np.log(E), alpha])
+    return np.array(rows)
+
+
+def fit_compute(C, L, *, pin_E: float | None = None, delta: float = HUBER_DELTA) -> FitResult:
+    """Fit L(C) = E + A C^-alpha; pin_E fixes the asymptote (e.g. from a larger study)."""
+    C = np.asarray(C, dtype=np.float64).ravel()
+    L = np.asarray(L, dtype=np.float64).ravel()
+    if C.size != L.size:
+        raise ValueError("C and L must have the same length")
+    for name, v in (("C", C), ("L", L)):
+        if not np.all(np.isfinite(v)) or np.any(v <= 0):
+            raise ValueError(f"{name} must be finite and positive")
+    need = 2 if pin_E is not None else 3
+    if C.size < need:
+        raise ValueError(f"the compute law has {need} free parameters and needs at least {need} points, got {C.size}")
+    if pin_E is not None and not (0 < pin_E < L.min()):
+        raise ValueError(f"pin_E={pin_E} must be positive and below the smallest loss {L.min():.4g}")
+    centre = float(np.mean(np.log(C)))
+    x = np.log(C) - centre
+    logL = np.log(L)
+    pin_e = None if pin_E is None else float(np.log(pin_E))
+
+    def fun(X, rows):
+        return _objective(X, x, logL, pin_e, delta=delta)
+
+    x0 = starts(x, L, pin_E)
+    best, best_f, ok, batch = multistart(fun, x0, n_polish=4)
+    law = law_from_theta(best, centre, pin_e)
+    return FitResult(
+        law="compute", params=law.params(), objective=best_f, n_points=int(C.size),
+        n_starts=int(x0.shape[0]), converged=ok,
+        diagnostics={"loss": f"sum huber(delta={delta}) of log residuals", "objective_evals": int(batch.n_evals)},
+        config={"pin_E": pin_E},
+    )
+
+
+def law_from_theta(theta, centre: float, pin_e: float | None) -> ComputeLaw:
+    a, alpha = float(theta[0]), float(theta[-1])
+    e = pin_e if pin_e is not None else float(theta[1])
+    # a' is the log-coefficient at the centre; A = exp(a' + alpha * centre) un-centres it.
+    return ComputeLaw(E=float(np.exp(e)), A=float(np.exp(a + alpha * centre)), alpha=alpha)

@@ -1,0 +1,108 @@
+"""IsoFLOP profiles (Hoffmann et al. 2022, Approach 2).
+
+Runs are grouped by compute budget; in each group the loss is fit by a parabola in log N, whose
+vertex gives N_opt(C) (and D_opt = C / (k N_opt)) and the loss L_opt(C) at that budget. Power
+laws N_opt = N0 (C/C0)^a and D_opt = D0 (C/C0)^b are least-squares lines through the vertices
+in log-log space; L_opt(C) is the compute law of fits.compute fit to the vertex losses when there
+are at least three budgets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fits.result import FitResult
+
+PARAM_NAMES = ("a", "b", "N0", "D0", "C0")
+
+
+@dataclass(frozen=True)
+class IsoFlopLaw:
+    """N_opt = N0 (C/C0)^a, D_opt = D0 (C/C0)^b (Hoffmann et al. 2022, Approach 2),
+    with L_opt(C) = E + A C^-alpha through the parabola minima (when fitted)."""
+
+    a: float
+    b: float
+    N0: float
+    D0: float
+    C0: float
+    E: float = float("nan")
+    A: float = float("nan")
+    alpha: float = float("nan")
+
+    name = "isoflop"
+
+    def compute_optimal(self, C) -> tuple[np.ndarray, np.ndarray]:
+        c = np.asarray(C, dtype=np.float64) / self.C0
+        return self.N0 * c ** self.a, self.D0 * c ** self.b
+
+    def predict(self, C) -> np.ndarray:
+        """Loss at the compute-optimal allocation of budget C (from the vertex losses)."""
+        if not np.isfinite(self.A):
+            raise ValueError("this isoFLOP fit has fewer than 3 budgets, so no L_opt(C) law was fit")
+        C = np.asarray(C, dtype=np.float64)
+        return self.E + self.A * C ** -self.alpha
+
+    def params(self) -> dict[str, float]:
+        return {k: float(getattr(self, k)) for k in ("a", "b", "N0", "D0", "C0", "E", "A", "alpha")}
+
+
+def group_budgets(C: np.ndarray, tol_dex: float = 0.05) -> np.ndarray:
+    """Label runs by budget: sorted log10 C split wherever consecutive runs are > tol_dex apart."""
+    lc = np.log10(C)
+    order = np.argsort(lc)
+    labels = np.empty(C.size, dtype=np.int64)
+    labels[order] = np.concatenate([[0], np.cumsum(np.diff(lc[order]) > tol_dex)])
+    return labels
+
+
+def fit_isoflop(N, D, L, C=None, *, budgets=None, tol_dex: float = 0.05, min_runs: int = 3,
+                flops_per_param_token: float = 6.0) -> FitResult:
+    """Approach 2 on runs (N, D, L), C = 6 N D unless given; budgets: optional group labels."""
+    N, D, L = (np.asarray(v, dtype=np.float64).ravel() for v in (N, D, L))
+    C = flops_per_param_token * N * D if C is None else np.asarray(C, dtype=np.float64).ravel()
+    for name, v in (("N", N), ("D", D), ("L", L), ("C", C)):
+        if not np.all(np.isfinite(v)) or np.any(v <= 0):
+            raise ValueError(f"{name} must be finite and positive")
+    labels = group_budgets(C, tol_dex) if budgets is None else np.unique(np.asarray(budgets), return_inverse=True)[1]
+    vertices = []
+    for lab in np.unique(labels):
+        m = labels == lab
+        x = np.log(N[m])
+        if np.unique(np.round(x, 6)).size < min_runs:
+            continue
+        c2, c1, c0 = np.polyfit(x, L[m], 2)
+        if c2 <= 0:  # no minimum: the budget's runs are all on one side of the optimum
+            continue
+        xv = -c1 / (2 * c2)
+        if not (x.min() <= xv <= x.max()):  # a vertex outside the sampled sizes is an extrapolation
+            continue
+        Cb = float(np.exp(np.mean(np.log(C[m]))))
+        n_opt = float(np.exp(xv))
+        vertices.append({"C": Cb, "N_opt": n_opt, "D_opt": Cb / (flops_per_param_token * n_opt),
+                         "L_opt": float(c0 + c1 * xv + c2 * xv * xv), "n_runs": int(m.sum())})
+    if len(vertices) < 2:
+        raise ValueError(f"isoFLOP needs at least 2 budgets with >= {min_runs} sizes bracketing a minimum; "
+                         f"found {len(vertices)}")
+    Cv = np.array([v["C"] for v in vertices])
+    lc = np.log(Cv)
+    C0 = float(np.exp(lc.mean()))
+    a, logN0 = np.polyfit(lc - np.log(C0), np.log([v["N_opt"] for v in vertices]), 1)
+    b, logD0 = np.polyfit(lc - np.log(C0), np.log([v["D_opt"] for v in vertices]), 1)
+    params = {"a": float(a), "b": float(b), "N0": float(np.exp(logN0)), "D0": float(np.exp(logD0)), "C0": C0,
+              "E": float("nan"), "A": float("nan"), "alpha": float("nan")}
+    if len(vertices) >= 3:
+        from fits.compute import fit_compute
+
+        comp = fit_compute(Cv, [v["L_opt"] for v in vertices])
+        params.update(comp.params)
+    resid = np.log([v["N_opt"] for v in vertices]) - (logN0 + a * (lc - np.log(C0)))
+    return FitResult(
+        law="isoflop", params=params, objective=float(np.sum(resid ** 2)), n_points=int(N.size),
+        n_starts=1, converged=True,
+        diagnostics={"loss": "least squares of log N_opt on log C through parabola vertices",
+                     "vertices": vertices, "n_budgets": len(vertices)},
+        config={"flops_per_param_token": flops_per_param_token},
+    )

@@ -1,0 +1,100 @@
+"""Loaders for the published reference data (../shared/reference-data; README there).
+
+The directory is found from $LADDER_REFERENCE_DATA, else <repo>/../shared/reference-data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+MULTIPOWER_SCHEDULES = (
+    "cosine_24000", "constant_24000", "wsdcon_9",  # the paper fits on these three
+    "cosine_72000", "constant_72000", "wsd_20000_24000", "wsdld_20000_24000", "wsdcon_3", "wsdcon_18",
+)
+MULTIPOWER_FIT_ON = MULTIPOWER_SCHEDULES[:3]
+OLMO_C4 = "eval/c4_en-validation/CrossEntropyLoss"
+OLMO_RUNG_FILES = {"190M": "190M", "370M": "370M", "760M": "760M", "1.3B": "1B", "3B": "3B"}
+
+
+def data_dir() -> Path | None:
+    """The reference-data directory, or None when it is not present."""
+    env = os.environ.get("LADDER_REFERENCE_DATA")
+    cands = [Path(env)] if env else []
+    cands.append(Path(__file__).resolve().parent.parent.parent / "shared" / "reference-data")
+    for c in cands:
+        if c.is_dir():
+            return c
+    return None
+
+
+def _dir() -> Path:
+    d = data_dir()
+    if d is None:
+        raise FileNotFoundError("reference data not found: set LADDER_REFERENCE_DATA or place it at "
+                                "<repo>/../shared/reference-data")
+    return d
+
+
+def chinchilla_epoch(drop_highest: int = 5) -> pd.DataFrame:
+    """Hoffmann et al.'s runs as extracted by Epoch AI, minus the 5 highest losses (240 left),
+    as a runs table: params, tokens (= C / 6N), flops, loss."""
+    raw = pd.read_csv(_dir() / "chinchilla_epoch" / "svg_extracted_data.csv")
+    raw = raw.sort_values("loss", kind="stable").iloc[: len(raw) - drop_highest]
+    N = raw["Model Size"].to_numpy(float)
+    C = raw["Training FLOP"].to_numpy(float)
+    return pd.DataFrame({"params": N, "tokens": C / (6 * N), "flops": C,
+                         "loss": raw["loss"].to_numpy(float)}).reset_index(drop=True)
+
+
+def multipower_curves(size: str) -> dict[str, pd.DataFrame]:
+    """The nine schedules' curves (step, lr, loss) of one size: 25M, 100M or 400M."""
+    d = _dir() / "multipower_curves" / size
+    return {name: pd.read_csv(d / f"{name}.csv") for name in MULTIPOWER_SCHEDULES}
+
+
+def olmo_final_json() -> dict:
+    return json.loads((_dir() / "olmo_ladder" / "final.json").read_text())
+
+
+def olmo_rungs(sizes=("190M", "370M", "760M", "1.3B"), multipliers=("0.5", "1", "2", "5", "10"),
+               column: str = OLMO_C4, tokens_per_param: float = 20.0) -> pd.DataFrame:
+    """Final evaluation of each OLMo ladder run as a runs table (params, tokens, flops, loss, size, xC).
+
+    A <k>xC run is trained to k * 20 * n tokens (n from final.json); its last row is the end of
+    training. Reruns (*-rerun.csv) are left out: they repeat a configuration.
+    """
+    meta = olmo_final_json()
+    rows = []
+    for size in sizes:
+        n = float(meta[size]["n"])
+        for k in multipliers:
+            p = _dir() / "olmo_ladder" / f"{OLMO_RUNG_FILES[size]}-{k}xC.csv"
+            if not p.exists():
+                continue
+            df = pd.read_csv(p, usecols=["_step", column]).dropna()
+            D = float(k) * tokens_per_param * n
+            rows.append({"size": size, "xC": float(k), "params": n, "tokens": D, "flops": 6 * n * D,
+                         "loss": float(df[column].iloc[-1]), "step": int(df["_step"].iloc[-1])})
+    return pd.DataFrame(rows)
+
+
+def olmo_rung_curve(size: str, multiplier: str, column: str = OLMO_C4, tokens_per_param: float = 20.0) -> pd.DataFrame:
+    """One OLMo rung's evaluation curve: _step, tokens (linear in step), loss."""
+    n = float(olmo_final_json()[size]["n"])
+    df = pd.read_csv(_dir() / "olmo_ladder" / f"{OLMO_RUNG_FILES[size]}-{multiplier}xC.csv",
+                     usecols=["_step", column]).dropna()
+    total = float(multiplier) * tokens_per_param * n
+    return pd.DataFrame({"step": df["_step"].to_numpy(), "tokens": total * df["_step"].to_numpy() / df["_step"].max(),
+                         "loss": df[column].to_numpy()})
+
+
+def olmo_target(column: str = OLMO_C4) -> dict:
+    """The 13B target: parameter count, 5T tokens, and its final loss on `column`."""
+    meta = olmo_final_json()["13B-5T"]
+    df = pd.read_csv(_dir() / "olmo_ladder" / "peteish13_eval_final.csv", usecols=["_step", column]).dropna()
+    return {"params": float(meta["n"]), "tokens": 5e12, "loss": float(df[column].iloc[-1]),
+            "paper_prediction": 2.344, "paper_rel_err": -0.038}

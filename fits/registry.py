@@ -1,0 +1,30 @@
+"""Law name -> law object, so a FitResult (or FIT.json) can rebuild the law it describes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None = None):
+    config = config or {}
+    if name == "chinchilla":
+        from fits.chinchilla import ChinchillaLaw
+
+        return ChinchillaLaw(**{k: params[k] for k in ("E", "A", "B", "alpha", "beta")})
+    if name == "compute":
+        from fits.compute import ComputeLaw
+
+        return ComputeLaw(**{k: params[k] for k in ("E", "A", "alpha")})
+    if name == "isoflop":
+        from fits.isoflop import IsoFlopLaw
+
+        return IsoFlopLaw(**params)
+    if name in ("multipower", "tissue"):
+        from fits.curves import curve_law
+
+        return curve_law(name, params, config)
+    if name.startswith("joint_"):
+        from fits.joint import JointCurveLaw
+
+        return JointCurveLaw.from_params(name[len("joint_"):], params, config)
+    raise ValueError(f"unknown law {name!r}; known: chinchilla, compute, isoflop, multipower, tissue, joint_*")

@@ -1,0 +1,112 @@
+"""FitResult: what every fit returns, in the manner of scipy.optimize.OptimizeResult.
+
+It carries the fitted parameters, the objective at the optimum, diagnostics (starts, convergence,
+points), optional bootstrap samples and percentile intervals, optional extrapolation calibration,
+and serialises to JSON (FIT.json) and back so `ladder predict` can rebuild the law.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A fitted law.
+
+    law: registry name ("chinchilla", "compute", "isoflop", "multipower", "tissue", "joint_multipower").
+    params: the law's parameters by name.
+    objective: the fit's loss at the optimum (its definition is in diagnostics["loss"]).
+    n_points, n_starts, converged: what the optimiser saw and whether it stopped on its tolerances.
+    config: law settings that are not fitted (a pinned E, the flops multiplier, warmup handling).
+    samples: bootstrap parameter samples, {name: [values]} (resampled runs, refit each).
+    ci: {name: [2.5th, 97.5th percentile]} from samples.
+    calibration: the extrapolation-error model of fits.uncertainty.calibrate, if one was fitted.
+    """
+
+    law: str
+    params: dict[str, float]
+    objective: float
+    n_points: int
+    n_starts: int = 1
+    converged: bool = True
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    samples: dict[str, list[float]] | None = None
+    ci: dict[str, list[float]] | None = None
+    calibration: dict[str, Any] | None = None
+
+    def model(self):
+        """The law object (with .predict) for these parameters."""
+        from fits.registry import build_law
+
+        return build_law(self.law, self.params, self.config)
+
+    def sample_models(self) -> list:
+        """One law object per bootstrap sample (empty when there are no samples)."""
+        from fits.registry import build_law
+
+        if not self.samples:
+            return []
+        n = len(next(iter(self.samples.values())))
+        return [build_law(self.law, {k: v[i] for k, v in self.samples.items()}, self.config) for i in range(n)]
+
+    def predict(self, *args, **kwargs) -> np.ndarray:
+        return self.model().predict(*args, **kwargs)
+
+    def with_(self, **changes) -> FitResult:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["format_version"] = FORMAT_VERSION
+        return _jsonable(d)
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FitResult:
+        d = dict(d)
+        version = d.pop("format_version", FORMAT_VERSION)
+        if version != FORMAT_VERSION:
+            raise ValueError(f"FIT format_version {version} is not supported (expected {FORMAT_VERSION})")
+        missing = {"law", "params", "objective", "n_points"} - d.keys()
+        if missing:
+            raise ValueError(f"not a fit: missing key(s) {sorted(missing)}")
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"not a fit: unknown key(s) {sorted(unknown)}")
+        # JSON has no NaN: _jsonable wrote unset parameters (e.g. an isoFLOP fit's L_opt law) as null.
+        d["params"] = {k: float("nan") if v is None else float(v) for k, v in d["params"].items()}
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> FitResult:
+        return cls.from_dict(json.loads(text))
+
+
+def _jsonable(x):
+    """Plain JSON types; non-finite floats become None (JSON has no NaN)."""
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer, int)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        return v if math.isfinite(v) else None
+    return x

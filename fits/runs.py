@@ -1,0 +1,74 @@
+"""Fitting and predicting on a runs table, whatever the law.
+
+A runs table is a pandas DataFrame with columns `params` (N), `tokens` (D), `loss`, and optionally
+`flops` (C; 6 N D when absent) and `active_params` (for mixture-of-experts runs: the law's N is
+the active parameter count by default, Clark et al. 2022 / Ludziejewski et al. 2025).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fits.result import FitResult
+
+POINT_LAWS = ("chinchilla", "compute", "isoflop")
+MIN_POINTS = {"chinchilla": 5, "compute": 3, "isoflop": 6}
+
+
+def as_runs(runs=None, *, N=None, D=None, L=None, C=None) -> pd.DataFrame:
+    """A runs DataFrame from a frame or from arrays; adds flops = 6 N D when missing."""
+    if runs is None:
+        runs = pd.DataFrame({"params": np.asarray(N, float), "tokens": np.asarray(D, float)})
+        if L is not None:
+            runs["loss"] = np.asarray(L, float)
+        if C is not None:
+            runs["flops"] = np.asarray(C, float)
+    runs = pd.DataFrame(runs).reset_index(drop=True)
+    if "flops" not in runs.columns:
+        runs["flops"] = 6.0 * runs["params"].to_numpy(float) * runs["tokens"].to_numpy(float)
+    return runs
+
+
+def n_of(runs: pd.DataFrame, use_active: bool = True) -> np.ndarray:
+    """The law's N: active parameters when the table has them (MoE), else total parameters."""
+    if use_active and "active_params" in runs.columns:
+        return runs["active_params"].to_numpy(float)
+    return runs["params"].to_numpy(float)
+
+
+def fit(runs, law: str = "chinchilla", *, pin_E: float | None = None, use_active: bool = True,
+        starts=None) -> FitResult:
+    """Fit `law` to a runs table: chinchilla (N, D), compute (C), isoflop (Approach 2)."""
+    runs = as_runs(runs)
+    if law not in POINT_LAWS:
+        raise ValueError(f"unknown law {law!r}; choose one of {', '.join(POINT_LAWS)}")
+    L = runs["loss"].to_numpy(float)
+    if law == "chinchilla":
+        from fits.chinchilla import fit_chinchilla
+
+        res = fit_chinchilla(n_of(runs, use_active), runs["tokens"].to_numpy(float), L, starts=starts)
+    elif law == "compute":
+        from fits.compute import fit_compute
+
+        res = fit_compute(runs["flops"].to_numpy(float), L, pin_E=pin_E)
+    else:
+        from fits.isoflop import fit_isoflop
+
+        res = fit_isoflop(n_of(runs, use_active), runs["tokens"].to_numpy(float), L,
+                          C=runs["flops"].to_numpy(float))
+    config = dict(res.config)
+    config["use_active"] = bool(use_active and "active_params" in runs.columns)
+    config["max_flops"] = float(runs["flops"].max())  # the edge of the data: extrapolation starts here
+    return res.with_(config=config)
+
+
+def predict(result: FitResult, runs) -> np.ndarray:
+    """The law's loss at each row of runs (params/tokens for chinchilla, flops otherwise)."""
+    return predict_with(result.model(), result, as_runs(runs))
+
+
+def predict_with(model, result: FitResult, runs: pd.DataFrame) -> np.ndarray:
+    if result.law == "chinchilla":
+        return model.predict(n_of(runs, result.config.get("use_active", True)), runs["tokens"].to_numpy(float))
+    return model.predict(runs["flops"].to_numpy(float))

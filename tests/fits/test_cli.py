@@ -1,0 +1,137 @@
+"""The four fits commands through the real `ladder` group (CliRunner), including bad input."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from fits.chinchilla import ChinchillaLaw
+
+cli = pytest.importorskip("ladder.cli")
+
+
+def run(args):
+    r = CliRunner().invoke(cli.main, args)
+    return r.exit_code, r.stdout, r.stderr
+
+
+@pytest.fixture(scope="module")
+def runs_csv(tmp_path_factory):
+    law = ChinchillaLaw(E=1.7, A=400.0, B=1500.0, alpha=0.33, beta=0.3)
+    rng = np.random.default_rng(0)
+    N = np.geomspace(1e7, 1e9, 6).repeat(4)
+    D = N * np.tile([5, 20, 80, 320], 6)
+    L = law.predict(N, D) * np.exp(rng.normal(0, 0.003, N.size))
+    p = tmp_path_factory.mktemp("cli") / "runs.csv"
+    pd.DataFrame({"params": N, "tokens": D, "loss": L}).to_csv(p, index=False)
+    return p
+
+
+def test_fit_json_with_bootstrap_then_predict_points(runs_csv, tmp_path):
+    fit_json = tmp_path / "FIT.json"
+    code, out, err = run(["fit", str(runs_csv), "--law", "chinchilla", "--bootstrap", "50", "--seed", "3",
+                          "--json", "--out", str(fit_json)])
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["law"] == "chinchilla" and d["n_points"] == 24
+    assert set(d["params"]) == {"E", "A", "B", "alpha", "beta"}
+    for k, (lo, hi) in d["ci"].items():
+        assert lo <= d["params"][k] <= hi, k
+    pts = tmp_path / "points.csv"
+    pd.DataFrame({"params": [1e9, 1e10], "tokens": [2e10, 2e11]}).to_csv(pts, index=False)
+    pred = tmp_path / "pred.csv"
+    code, out, err = run(["predict", str(fit_json), "--points", str(pts), "--level", "0.8", "--out", str(pred)])
+    assert code == 0, err
+    df = pd.read_csv(pred)
+    assert list(df.columns[:2]) == ["params", "tokens"] and {"loss", "lower", "upper"} <= set(df.columns)
+    assert np.all(df["lower"] < df["loss"]) and np.all(df["loss"] < df["upper"])
+    code, out, err = run(["predict", str(fit_json), "--params", "1e9", "--tokens", "2e10", "--json"])
+    assert code == 0, err
+    one = json.loads(out)
+    assert one["loss"] == pytest.approx(df["loss"].iloc[0])
+
+
+def test_fit_compute_and_isoflop_laws(runs_csv, tmp_path):
+    code, out, err = run(["fit", str(runs_csv), "--law", "compute", "--json"])
+    assert code == 0, err
+    assert set(json.loads(out)["params"]) == {"E", "A", "alpha"}
+    code, out, err = run(["fit", str(runs_csv), "--law", "compute", "--pin-E", "1.7", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["params"]["E"] == 1.7
+
+
+def test_curve_fit_and_curve_predict(tmp_path):
+    from fits.curves import TissueLaw
+
+    law = TissueLaw(L0=2.4, A=0.5, alpha=0.5, C=0.3)
+    s = np.arange(4001)
+    lr = 1e-4 + 0.5 * 9e-4 * (1 + np.cos(np.pi * s / 4000))
+    at = np.arange(100, 4001, 50)
+    curve = tmp_path / "curve.csv"
+    pd.DataFrame({"step": at, "lr": lr[at], "loss": law.predict(s, lr, at=at)}).to_csv(curve, index=False)
+    fit_json = tmp_path / "cfit.json"
+    code, out, err = run(["curve-fit", str(curve), "--law", "tissue", "--out", str(fit_json)])
+    assert code == 0, err
+    sched = tmp_path / "sched.csv"
+    pd.DataFrame({"step": at, "lr": np.full(at.size, 5e-4)}).to_csv(sched, index=False)
+    pred = tmp_path / "cpred.csv"
+    code, out, err = run(["curve-predict", str(fit_json), str(sched), "--out", str(pred)])
+    assert code == 0, err
+    df = pd.read_csv(pred)
+    assert list(df.columns) == ["step", "lr", "loss"] and len(df) == at.size
+    assert np.all(np.diff(df["loss"]) < 0)  # a constant lr: loss falls monotonically
+
+
+def _bad_csvs(tmp_path):
+    good = {"params": [1e8] * 6, "tokens": [1e9, 2e9, 4e9, 8e9, 1.6e10, 3.2e10], "loss": [3.5, 3.3, 3.1, 3.0, 2.9, 2.85]}
+    cases = {}
+    df = pd.DataFrame(good).drop(columns="loss")
+    cases["missing column"] = (df, "missing column 'loss'")
+    df = pd.DataFrame(good)
+    df.loc[2, "tokens"] = -5
+    cases["negative"] = (df, "column 'tokens' row 4")
+    df = pd.DataFrame(good)
+    df.loc[1, "loss"] = np.nan
+    cases["nan"] = (df, "column 'loss' row 3")
+    cases["too few"] = (pd.DataFrame(good).iloc[:3], "at least 5")
+    out = {}
+    for name, (frame, needle) in cases.items():
+        p = tmp_path / f"{name.replace(' ', '_')}.csv"
+        frame.to_csv(p, index=False)
+        out[name] = (p, needle)
+    return out
+
+
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path):
+    for name, (p, needle) in _bad_csvs(tmp_path).items():
+        out_json = tmp_path / f"{p.stem}.json"
+        code, out, err = run(["fit", str(p), "--out", str(out_json)])
+        assert code == 2, name
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and needle in lines[0] and str(p) in lines[0], (name, err)
+        assert "Traceback" not in err + out
+        assert not out_json.exists()
+    for args, needle in [
+        (["fit", str(tmp_path / "nope.csv")], "no such file"),
+        (["fit", str(tmp_path / "too_few.csv"), "--bootstrap", "1"], "--bootstrap"),
+        (["fit", str(tmp_path / "too_few.csv"), "--law", "ols"], "--law"),
+        (["predict", str(tmp_path / "nope.json"), "--params", "1e9", "--tokens", "1e10"], "no such file"),
+        (["curve-predict", str(tmp_path / "too_few.csv"), str(tmp_path / "too_few.csv")], "not a FIT.json"),
+    ]:
+        code, out, err = run(args)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert code == 2 and len(lines) == 1 and needle in lines[0], (args, err)
+
+
+def test_predict_rejects_bad_level_and_missing_point(runs_csv, tmp_path):
+    fit_json = tmp_path / "FIT.json"
+    assert run(["fit", str(runs_csv), "--out", str(fit_json)])[0] == 0
+    code, _, err = run(["predict", str(fit_json), "--params", "1e9", "--tokens", "1e10", "--level", "1.5"])
+    assert code == 2 and "level" in err
+    code, _, err = run(["predict", str(fit_json), "--params", "1e9"])
+    assert code == 2 and "--tokens" in err
+    pred = tmp_path / "p.csv"
+    code, _, err = run(["predict", str(fit_json), "--params", "-1e9", "--tokens", "1e10", "--out", str(pred)])
+    assert code == 2 and "--params" in err and not pred.exists()

@@ -1,0 +1,111 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+import fits
+from fits import reference
+from fits.curves import MultiPowerLaw, TissueLaw
+from fits.schedule import build, expand
+
+
+def test_expand_interpolates_and_ramps_a_warmup():
+    eta = expand([4, 8], [1.0, 0.5])
+    np.testing.assert_allclose(eta, [0, 0.25, 0.5, 0.75, 1.0, 0.875, 0.75, 0.625, 0.5])
+    np.testing.assert_allclose(expand([4, 8], [1.0, 0.5], warmup="constant")[:4], 1.0)
+
+
+def test_drop_events_keep_a_step_decay_at_its_step_and_ignore_warmup():
+    step = np.arange(0, 101)
+    lr = np.where(step < 50, 1.0, 0.1)
+    lr[:10] = np.linspace(0.1, 1.0, 10)  # warmup rise: not a drop
+    s = build(step, lr, block=16)
+    assert s.ev_k.tolist() == [50]
+    assert s.ev_delta.tolist() == pytest.approx([0.9])
+
+
+def _cosine(T, warm=200, peak=1e-3, end=1e-4):
+    s = np.arange(T + 1)
+    lr = end + 0.5 * (peak - end) * (1 + np.cos(np.pi * np.clip(s - warm, 0, None) / (T - warm)))
+    lr[:warm] = np.linspace(0, peak, warm)
+    return s, lr
+
+
+def test_multipower_recovers_its_own_curves_and_predicts_another_schedule():
+    true = MultiPowerLaw(L0=2.5, A=0.6, alpha=0.45, B=400.0, C=2.0, beta=0.6, gamma=0.6)
+    curves = []
+    for T in (3000, 6000):
+        s, lr = _cosine(T)
+        at = np.arange(250, T + 1, 50)
+        curves.append(pd.DataFrame({"step": at, "lr": lr[at], "loss": true.predict(s, lr, at=at)}))
+    s, lr = np.arange(6001), np.full(6001, 1e-3)
+    lr[:200] = np.linspace(0, 1e-3, 200)
+    at = np.arange(250, 6001, 50)
+    curves.append(pd.DataFrame({"step": at, "lr": lr[at], "loss": true.predict(s, lr, at=at)}))
+    res = fits.fit_curves(curves, law="multipower")
+    assert res.objective < 1e-8
+    # an unseen step-decay schedule
+    s, lr = np.arange(8001), np.where(np.arange(8001) < 5000, 1e-3, 2e-4)
+    lr[:200] = np.linspace(0, 1e-3, 200)
+    at = np.arange(250, 8001, 50)
+    pred = res.model().predict(s, lr, at=at)
+    np.testing.assert_allclose(pred, true.predict(s, lr, at=at), rtol=2e-3)
+
+
+def test_tissue_recovers_known_parameters():
+    true = TissueLaw(L0=2.4, A=0.5, alpha=0.5, C=0.3)
+    curves = []
+    for T in (4000, 8000):
+        s, lr = _cosine(T)
+        at = np.arange(250, T + 1, 50)
+        curves.append(pd.DataFrame({"step": at, "lr": lr[at], "loss": true.predict(s, lr, at=at)}))
+    res = fits.fit_curves(curves, law="tissue")
+    for k, v in true.params().items():
+        assert res.params[k] == pytest.approx(v, rel=1e-2), k
+
+
+@pytest.mark.parametrize("size", ["400M"])
+def test_multipower_reproduces_the_papers_prediction_accuracy(ref_dir, size):
+    data = reference.multipower_curves(size)
+    res = fits.fit_curves([data[n] for n in reference.MULTIPOWER_FIT_ON], law="multipower")
+    means, worst = [], 0.0
+    for name in reference.MULTIPOWER_SCHEDULES[3:]:
+        d = data[name]
+        err = np.abs(fits.predict_schedule(res, d) / d["loss"].to_numpy() - 1)
+        means.append(err.mean())
+        worst = max(worst, err.max())
+    assert np.mean(means) <= 0.002
+    assert worst <= 0.01
+
+
+def test_curve_fit_round_trips_through_json():
+    true = TissueLaw(L0=2.4, A=0.5, alpha=0.5, C=0.3)
+    s, lr = _cosine(3000)
+    at = np.arange(250, 3001, 50)
+    res = fits.fit_curves([pd.DataFrame({"step": at, "lr": lr[at], "loss": true.predict(s, lr, at=at)})], law="tissue")
+    back = fits.FitResult.from_json(res.to_json())
+    sched = pd.DataFrame({"step": at, "lr": lr[at]})
+    np.testing.assert_allclose(fits.predict_schedule(back, sched), fits.predict_schedule(res, sched))
+
+
+def test_joint_fit_predicts_a_larger_size():
+    def law_at(N):
+        s = N / 1e8
+        return MultiPowerLaw(L0=2.6 * s ** -0.06, A=0.6 * s ** 0.05, alpha=0.45, B=400.0 * s ** 0.1,
+                             C=2.0, beta=0.6, gamma=0.6)
+
+    def curves(N):
+        out = []
+        for T in (3000, 6000):
+            s, lr = _cosine(T)
+            at = np.arange(250, T + 1, 100)
+            out.append(pd.DataFrame({"step": at, "lr": lr[at], "loss": law_at(N).predict(s, lr, at=at)}))
+        return out
+
+    res = fits.fit_joint_curves({N: curves(N) for N in (2.5e7, 1e8, 4e8)}, block=64)
+    assert res.law == "joint_multipower"
+    s, lr = _cosine(6000)
+    at = np.arange(250, 6001, 100)
+    pred = res.model().predict(1.6e9, s, lr, at=at)
+    np.testing.assert_allclose(pred, law_at(1.6e9).predict(s, lr, at=at), rtol=5e-3)
+    back = fits.FitResult.from_json(res.to_json())
+    np.testing.assert_allclose(back.model().predict(1.6e9, s, lr, at=at), pred)
