@@ -144,7 +144,9 @@ def _two_loop(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarray, newe
         valid = (rho[:, j] != 0) & ~found
         if valid.any():
             yy = np.einsum("kp,kp->k", y[valid, j], y[valid, j])
-            gamma[valid] = 1.0 / (rho[valid, j] * yy)
+            # rho > 0 guarantees y != 0, but y.y can still underflow; keep the unit scale then.
+            den = rho[valid, j] * yy
+            gamma[valid] = np.where(den > 0, 1.0 / np.where(den > 0, den, 1.0), 1.0)
             found |= valid
     r = gamma[:, None] * q
     for j in reversed(order):
