@@ -34,7 +34,8 @@ def progress_row(name: str, state: str, prog: Mapping, started: float | None) ->
     step, total = prog.get("step"), prog.get("total_steps")
     done = f"{step}/{total}" if step is not None and total else (str(step) if step is not None else "-")
     pct = f"{100.0 * step / total:.0f}%" if step is not None and total else ""
-    elapsed = time.time() - started if started else None
+    end = prog.get("time") if state not in ("running", "other driver") else None
+    elapsed = (end or time.time()) - started if started else None
     return [name, state, done, pct, _fmt_num(prog.get("loss"), ".4f"), _fmt_num(prog.get("tokens_per_s"), ",.0f"),
             _fmt_eta(prog.get("eta_s")), _fmt_eta(elapsed)]
 

@@ -254,6 +254,24 @@ def _env_float(name: str, default: float) -> float:
     return env_float(name, default)
 
 
+def _terminate_as_interrupt():
+    """While a run is in progress, SIGTERM stops it like Ctrl-C does (tasks cancelled, steps released)
+    instead of leaving leases to go stale. Only from the main thread, only over the default handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return lambda: None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 class _Run:
     """One submit: the scheduling loop."""
 
@@ -282,6 +300,7 @@ class _Run:
             from .progress import ProgressView
 
             self.view = ProgressView(self.store, title=f"ladder {self.ex.ladder}")
+        restore = _terminate_as_interrupt()
         try:
             while self.pending or self.owned or self.watching:
                 progressed = self._schedule()
@@ -295,6 +314,7 @@ class _Run:
             self._abort()
             raise
         finally:
+            restore()
             self.hb.stop()
             if self.view is not None:
                 self._render(force=True)
@@ -383,8 +403,31 @@ class _Run:
             "lineage": lineage,
         }
         opts = _resources(node.step)
+        problem = self._infeasible(opts)
+        if problem:
+            self.hb.remove(node.dir)
+            final = write_final(self.store, node.dir, run_id, FAILED, error=problem) or {}
+            self._done(node.name, FAILED, "ran", run_id=run_id, reason=a.reason, error=problem,
+                       start=final.get("start"), end=final.get("end"))
+            return
         ref = _remote().options(name=f"{self.ex.ladder}/{node.name}", **opts).remote(payload)
         self.owned[node.name] = _Owned(ref, run_id, a.reason, time.time())
+
+    def _infeasible(self, opts: dict) -> str | None:
+        """On a local Ray (no cluster address), a step asking for more than the machine has would wait
+        forever: fail it with one line instead. On a cluster, an autoscaler may still bring the resources."""
+        if self.ex.address or os.environ.get("RAY_ADDRESS"):
+            return None
+        import ray
+
+        total = ray.cluster_resources()
+        need = {"CPU": opts["num_cpus"], "GPU": opts["num_gpus"], **opts.get("resources", {})}
+        short = [f"{v:g} {k}" for k, v in need.items() if v and total.get(k, 0.0) < v]
+        if not short:
+            return None
+        have = ", ".join(f"{total.get(k, 0.0):g} {k}" for k, v in need.items() if v)
+        return (f"resources: the step needs {', '.join(short)} but the local Ray cluster has {have}; "
+                "lower the step's resources or join a cluster with --address / RAY_ADDRESS")
 
     def _collect(self, timeout: float) -> bool:
         import ray
@@ -481,7 +524,9 @@ class _Run:
     def _render(self, force: bool = False) -> None:
         if self.view is None:
             return
-        rows = [(n, "running", self.nodes[n].dir, o.start) for n, o in self.owned.items()]
+        rows = [(n, o.status.lower(), self.nodes[n].dir, o.start) for n, o in self.outcomes.items()
+                if o.action == "ran"]
+        rows += [(n, "running", self.nodes[n].dir, o.start) for n, o in self.owned.items()]
         rows += [(n, "other driver", self.nodes[n].dir, t) for n, t in self.watching.items()]
         done = sum(1 for o in self.outcomes.values() if o.status == SUCCESS)
         summary = f"{done}/{len(self.nodes)} done"

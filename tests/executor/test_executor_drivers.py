@@ -106,3 +106,25 @@ def test_sigkilled_driver_restarted_finishes_the_ladder(tmp_path, log, tmpdirs):
     assert counts["rung_1"] == 1  # finished work is not redone
     assert counts["rung_2"] == 2  # the killed attempt and the takeover
     assert all(counts[n] == 1 for n in NAMES[2:])
+
+
+def test_sigterm_releases_running_steps_at_once(tmp_path, log, tmpdirs):
+    root = tmp_path / "runs"
+    steps = ladder_steps(gate_pass=True)
+    ex = Executor(str(root), "lad")
+    nodes = ex.graph(steps)
+    proc = start_driver(root, log, {"rung_1": 30.0, "rung_2": 30.0}, tmpdirs)
+    try:
+        deadline = time.time() + 90
+        while not count_runs(log).get("rung_1") and time.time() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        kill_group(proc)
+    assert proc.returncode != 0
+    st = read_state(ex.store, nodes["rung_1"].dir)
+    assert st.state == "FAILED" and "interrupted" in st.status["error"]
+    plan = {e.name: e for e in ex.plan(steps)}  # no lease to wait out: the next submit runs it again
+    assert plan["rung_1"].action == "run" and plan["rung_1"].reason.startswith("failed before: interrupted")

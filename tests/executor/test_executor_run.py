@@ -232,3 +232,40 @@ def test_file_url_root_and_max_concurrent(ray_local, tmp_path, log):
     assert s.ok and (tmp_path / "runs" / "lad").is_dir()
     starts = sorted((o.start, o.end) for o in s.steps.values())
     assert all(a[1] <= b[0] for a, b in zip(starts, starts[1:], strict=False))  # one at a time
+
+
+def test_infeasible_resources_fail_with_one_line_on_a_local_ray(ray_local, tmp_path, log):
+    import exec_stepfns
+
+    from ladder.executor import Step
+
+    ex = ex_for(tmp_path / "runs")
+    steps = [Step("big", exec_stepfns.work, {}, resources={"cpus": 1, "gpus": 64}),
+             Step("small", exec_stepfns.work, {})]
+    s = ex.run(steps, runtime={"log": log})
+    assert s.statuses == {"big": "FAILED", "small": "SUCCESS"}
+    assert "needs 64 GPU" in s.steps["big"].error and "big" not in count_runs(log)
+
+
+def test_progress_view_renders_running_steps(ray_local, tmp_path, log, capsys):
+    ex = ex_for(tmp_path / "runs", show_progress=True)
+    s = ex.run(ladder_steps(gate_pass=True)[:2], runtime={"log": log, "sleep": {"rung_1": 1.0, "rung_2": 1.0}})
+    assert s.ok
+    err = capsys.readouterr().err
+    assert "tokens/s" in err and "2/2 done" in err
+    assert "rung_1  success" in err and "4/4" in err and "0.2500" in err  # the last progress it reported
+
+
+def test_plan_on_an_fsspec_url(tmp_path):
+    from ladder.executor.lease import write_final as final
+
+    ex = Executor(f"memory://plan-{time.time_ns()}/runs", "lad", lease_timeout=5, heartbeat=1)
+    steps = ladder_steps()
+    assert [e.action for e in ex.plan(steps)] == ["run"] * 6
+    d = ex.graph(steps)["rung_1"].dir
+    ex.store.makedirs(d)
+    assert try_claim(ex.store, d, read_state(ex.store, d), run_id="r", reason="new")
+    final(ex.store, d, "r", "SUCCESS", lineage={})
+    plan = {e.name: e for e in ex.plan(steps)}
+    assert plan["rung_1"].action == "skip" and plan["rung_1"].path.startswith("memory://")
+    assert {r["name"]: r["status"] for r in ex.status(steps)}["rung_1"] == "SUCCESS"
