@@ -99,9 +99,9 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
             "loss": ce,
             "objective": total,
             "lr": lr,
-            "grad_norm": optax.global_norm(grads),
-            "param_norm": optax.global_norm(params),
-            "update_norm": optax.global_norm(updates),
+            "grad_norm": optax.tree.norm(grads),
+            "param_norm": optax.tree.norm(params),
+            "update_norm": optax.tree.norm(updates),
         }
         if bias_layers:
             m["router_bias_norm"] = jnp.stack([jnp.linalg.norm(new_bias[n]) for n, _ in bias_layers])

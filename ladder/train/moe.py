@@ -7,16 +7,18 @@ differentiated and is updated outside the gradient by :func:`update_bias` from e
 
 Dispatch (``dispatch="capacity"``, the fast path on CPU): each group of ``group_size`` tokens (by
 default one sequence) gives each expert ``C = ceil(capacity_factor * group * k / E)`` slots; choices
-claim slots first-choice first, in token order; a choice past capacity is dropped (its weight is
+claim slots in token order (so dispatch is causal); a choice past capacity is dropped (its weight is
 lost; the residual stream carries the token). ``dispatch="dense"`` computes every expert for every
 token and is the reference the tests compare against (equal outputs when nothing is dropped).
 
 Balancing (``ModelSpec.balancing``):
 - ``aux_free``: DeepSeek-V3's sign update, ``b_e += rate * sign(mean_load - load_e)``.
-- ``aux_free_quantile``: each expert's bias moves by ``rate * (median_q - q_e) / std`` where ``q_e``
-  is the (1 - k/E) quantile of expert e's biased scores over the batch: the score a token needs for
-  e to be picked if loads were perfectly even. Over-popular experts have high quantiles and are
-  pushed down in proportion, not just by sign, so it settles faster and without dithering.
+- ``aux_free_quantile``: a quantile target instead of a sign. For each expert, the *margin* of a token
+  is its biased score minus the k-th largest biased score among the other experts (positive iff the
+  expert is picked). Shifting ``b_e`` by ``-m_e``, where ``m_e`` is the (1 - k/E) quantile of expert
+  e's margins over the batch, would give e exactly its share k/E of the batch; the update takes that
+  step clipped to ``+-rate``, so it moves like the sign rule far from balance and stops dithering
+  near it.
 - ``aux_loss``: Switch-Transformer loss ``coef * E * sum_e f_e * P_e`` added to the training loss.
 - ``none``: plain top-k.
 """
@@ -63,14 +65,15 @@ def dispatch_capacity(x, idx, gates, w13, w2, n_experts: int, cap: int):
     """Per-group capacity dispatch. x (G, S, d), idx/gates (G, S, k). Returns (y, kept fraction)."""
     g, s, d = x.shape
     k = idx.shape[-1]
-    # Choices in priority order: all first choices (token order), then all second choices, ...
-    e_flat = jnp.swapaxes(idx, 1, 2).reshape(g, k * s)  # (G, kS)
+    # Choices claim slots in token order (a token's k choices together), so a later token can never
+    # displace an earlier one: dispatch stays causal.
+    e_flat = idx.reshape(g, s * k)  # (G, Sk)
     onehot = jax.nn.one_hot(e_flat, n_experts, dtype=jnp.int32)  # (G, kS, E)
     pos = jnp.sum((jnp.cumsum(onehot, axis=1) - 1) * onehot, axis=-1)  # (G, kS)
     keep = pos < cap
     dummy = n_experts * cap
     slot = jnp.where(keep, e_flat * cap + pos, dummy)
-    token = jnp.tile(jnp.arange(s, dtype=jnp.int32), k)  # token of each choice
+    token = jnp.repeat(jnp.arange(s, dtype=jnp.int32), k)  # token of each choice
 
     def one_group(xg, slot_g):
         src = jnp.full((dummy + 1,), s, dtype=jnp.int32).at[slot_g].set(token)[:dummy]
@@ -81,8 +84,8 @@ def dispatch_capacity(x, idx, gates, w13, w2, n_experts: int, cap: int):
     ye = _swiglu_experts(xe, w13, w2).reshape(g, n_experts * cap, d)
     ye = jnp.concatenate([ye, jnp.zeros((g, 1, d), ye.dtype)], axis=1)
     y_choice = jax.vmap(lambda yg, sg: yg[sg])(ye, slot)  # (G, kS, d)
-    w = (jnp.swapaxes(gates, 1, 2).reshape(g, k * s) * keep)[..., None]
-    y = jnp.sum((y_choice * w).reshape(g, k, s, d), axis=1)
+    w = (gates.reshape(g, s * k) * keep)[..., None]
+    y = jnp.sum((y_choice * w).reshape(g, s, k, d), axis=2)
     return y, jnp.mean(keep.astype(jnp.float32))
 
 
@@ -137,8 +140,7 @@ class MoE(nnx.Module):
         mean_prob = jnp.mean(probs, axis=(0, 1))
         aux = e * jnp.sum(jax.lax.stop_gradient(load) * mean_prob)
         entropy = -jnp.mean(jnp.sum(probs * jnp.log(probs + 1e-9), axis=-1))
-        q = 1.0 - k / e
-        quantile = jnp.quantile(jax.lax.stop_gradient(scores).reshape(-1, e), q, axis=0) if k < e else counts * 0
+        quantile = _margin_quantile(jax.lax.stop_gradient(scores).reshape(-1, e), k) if k < e else counts * 0
         stats = {
             "load": load,
             "quantile": quantile,
@@ -150,13 +152,20 @@ class MoE(nnx.Module):
         return y, stats
 
 
+def _margin_quantile(scores: jax.Array, k: int) -> jax.Array:
+    """Per expert: the (1 - k/E) quantile over tokens of (score - k-th best score among the others)."""
+    e = scores.shape[-1]
+    top, _ = jax.lax.top_k(scores, k + 1)  # (N, k+1), descending
+    in_top = scores >= top[:, k - 1 : k]
+    kth_other = jnp.where(in_top, top[:, k : k + 1], top[:, k - 1 : k])
+    return jnp.quantile(scores - kth_other, 1.0 - k / e, axis=0)
+
+
 def update_bias(bias: jax.Array, stats: dict, balancing: str, rate: float) -> jax.Array:
     """The router-bias update, outside the gradient (returns the new bias)."""
     if balancing == "aux_free":
         load = stats["load"]
         return bias + rate * jnp.sign(jnp.mean(load) - load)
     if balancing == "aux_free_quantile":
-        q = stats["quantile"]
-        centred = jnp.median(q) - q
-        return bias + rate * centred / (jnp.std(q) + 1e-6)
+        return bias - jnp.clip(stats["quantile"], -rate, rate)
     return bias

@@ -1,0 +1,48 @@
+"""Fixtures for the trainer tests: tiny real models on real built-in text."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), "ladder-test-jax-cache"))
+os.environ.setdefault("LADDER_PEAK_FLOPS", "1e11")  # skip the peak measurement in tests
+
+import pytest  # noqa: E402
+
+from ladder.spec import DataSpec, DomainSpec, ModelSpec, OptimSpec, RungSpec, ScheduleSpec  # noqa: E402
+
+DENSE = ModelSpec(d_model=32, n_layers=2, n_heads=2)
+MOE = ModelSpec(d_model=32, n_layers=2, n_heads=2, n_experts=4, top_k=2, n_shared=1, expert_d_ff=32,
+                tie_embeddings=False, qk_norm=True, z_loss=1e-4)
+
+
+def make_rung(model=DENSE, steps=24, batch=4, seq=32, **kw) -> RungSpec:
+    base = dict(name="t", model=model, tokens=steps * batch * seq, batch_size=batch, seq_len=seq, seed=3,
+                log_every=1, optim=OptimSpec(lr=3e-3), schedule=ScheduleSpec(kind="wsd", warmup_steps=2))
+    base.update(kw)
+    return RungSpec(**base)
+
+
+@pytest.fixture(scope="session")
+def data_spec() -> DataSpec:
+    return DataSpec(
+        domains=(DomainSpec("prose", "builtin:kjv", 0.6), DomainSpec("docs", "builtin:pydoc_topics", 0.4)),
+        eval_tokens=512,
+    )
+
+
+@pytest.fixture
+def dense_spec():
+    return DENSE
+
+
+@pytest.fixture
+def moe_spec():
+    return MOE
+
+
+@pytest.fixture
+def rung_factory():
+    return make_rung
