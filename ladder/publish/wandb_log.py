@@ -6,7 +6,7 @@ a warning and never stops training.
 - Mode: ``disabled`` logs nothing; ``online``/``offline`` as named; ``auto`` (the default) is online
   when an API key is configured (WANDB_API_KEY or a netrc entry for the W&B host), else offline
   (upload later with ``wandb sync <root>/<ladder>/wandb/wandb/offline-run-*``). Precedence: the
-  command line's ``--wandb``, then WANDB_MODE, then the spec's ``WandbSpec.mode``.
+  command line's ``--wandb``, then the spec's ``WandbSpec.mode`` unless auto, then WANDB_MODE.
 - Entity and project: the spec's WandbSpec, else WANDB_ENTITY / WANDB_PROJECT, else project
   ``scaling-ladder``. Group = the ladder's name; run name = the step's name; config = the resolved
   spec as a dict (plus the step's own run spec under ``run``).
@@ -48,8 +48,10 @@ def has_api_key() -> bool:
 
 
 def resolve_mode(cli_mode: str | None = None, spec_mode: str | None = None) -> str:
-    """online | offline | disabled, from the command line, WANDB_MODE, then the spec (auto -> key?)."""
-    mode = cli_mode or os.environ.get("WANDB_MODE") or spec_mode or "auto"
+    """online | offline | disabled: the command line's --wandb, else the spec's mode unless it is
+    auto, else WANDB_MODE, else auto (online with an API key, offline without)."""
+    mode = cli_mode if cli_mode not in (None, "auto") else None
+    mode = mode or (spec_mode if spec_mode not in (None, "auto") else None) or os.environ.get("WANDB_MODE") or "auto"
     mode = {"dryrun": "offline", "run": "online", "shared": "online"}.get(mode, mode)
     if mode == "auto":
         return "online" if has_api_key() else "offline"
