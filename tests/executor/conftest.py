@@ -16,9 +16,9 @@ if HERE not in sys.path:
 import exec_stepfns  # noqa: E402
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_local():
-    """A local Ray (2 CPUs) shared by every executor test; step functions ship by value."""
+    """A local Ray (2 CPUs) shared by a module's tests; step functions ship by value."""
     import ray
 
     ray.cloudpickle.register_pickle_by_value(exec_stepfns)

@@ -20,10 +20,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NAMES = ["rung_1", "rung_2", "fit", "gate", "hero", "report"]
 
 
-def start_driver(root, log, sleep, tmpdirs):
+def start_driver(root, log, sleep, tmpdirs, lease_timeout=4.0):
     ray_tmp = tempfile.mkdtemp(prefix="rl-", dir="/tmp")  # short: Ray's socket path limit
     tmpdirs.append(ray_tmp)
-    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "LADDER_LEASE_TIMEOUT": "4", "LADDER_HEARTBEAT": "0.5",
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "LADDER_LEASE_TIMEOUT": str(lease_timeout), "LADDER_HEARTBEAT": "0.5",
            "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)
     return subprocess.Popen([sys.executable, os.path.join(HERE, "exec_driver.py"), str(root), log, json.dumps(sleep)],
@@ -62,8 +62,9 @@ def tmpdirs():
 def test_two_racing_drivers_run_each_step_exactly_once(tmp_path, log, tmpdirs):
     root = tmp_path / "runs"
     sleep = {"rung_1": 2.0, "rung_2": 2.0, "fit": 1.0, "hero": 1.0}
-    a = start_driver(root, log, sleep, tmpdirs)
-    b = start_driver(root, log, sleep, tmpdirs)
+    # a long lease: on a busy 2-core machine a starved driver must not look dead to the other one
+    a = start_driver(root, log, sleep, tmpdirs, lease_timeout=20.0)
+    b = start_driver(root, log, sleep, tmpdirs, lease_timeout=20.0)
     ra, rb = finish(a), finish(b)
     assert ra["ok"] and rb["ok"]
     assert count_runs(log) == dict.fromkeys(NAMES, 1)
