@@ -207,7 +207,7 @@ class Executor:
                 loss = next((result[k] for k in ("final_loss", "loss", "eval_loss", "train_loss") if k in result), None)
             state = st.state or "NEW"
             out.append({
-                "name": name, "hash": node.short, "path": node.url, "status": state,
+                "name": name, "step": name, "hash": node.short, "path": node.url, "status": state,
                 "live": st.live(self.lease_timeout, now),
                 "stale": state == "RUNNING" and not st.live(self.lease_timeout, now),
                 "run_id": s.get("run_id"), "owner": st.holder(), "heartbeat": s.get("heartbeat"),

@@ -51,7 +51,7 @@ def test_runs_ladder_then_skips_success(ray_local, tmp_path, log):
     assert count_runs(log) == dict.fromkeys(s.ran, 1)
     # status: every step SUCCESS with its path and the loss its progress reported last
     rows = {r["name"]: r for r in ex.status(ladder_steps())}
-    assert all(r["status"] == "SUCCESS" and r["next"] == "skip" for r in rows.values())
+    assert all(r["status"] == "SUCCESS" and r["next"] == "skip" and r["step"] == n for n, r in rows.items())
     assert rows["rung_1"]["loss"] == 0.25 and rows["rung_1"]["path"] == nodes["rung_1"].url
     assert rows["rung_1"]["progress"]["step"] == 4 and rows["rung_1"]["progress"]["total_steps"] == 4
 
