@@ -8,16 +8,16 @@ from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, Sch
 
 RECIPE = Recipe(
     head_dim=8,
-    layers_per_width=1 / 16,
+    layers_per_width=1 / 32,
     min_layers=2,
     n_experts=4,
     top_k=2,
     expert_ratio=1.0,
-    tokens_per_param=20.0,
+    tokens_per_param=10.0,
     seq_len=64,
     lr=3e-3,
-    batch=8,
-    schedule=ScheduleSpec(kind="wsd", warmup_frac=0.05, decay_frac=0.2, cooldown_shape="1-sqrt"),
+    batch=16,
+    schedule=ScheduleSpec(kind="wsd", warmup_frac=0.05, decay_frac=0.2, cooldown_shape="1-sqrt", branch_fracs=(0.5,)),
 )
 
 LADDER = LadderSpec(
