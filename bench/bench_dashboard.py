@@ -1,0 +1,160 @@
+"""Dashboard server under load on loopback: requests/s and p50/p99 latency for N concurrent
+clients polling the page's JSON views, and the server's RSS before and after.
+
+The server runs in its own process (so its RSS is its own) over a sample ladder root (real
+published loss curves, see ladder.publish.sample); the "long hero" case appends rows until the
+hero's metrics.jsonl holds 100k rows, as a long run would. Clients are threads with keep-alive
+connections, each cycling through overview, rungs, fit, hero and moe (what open tabs poll).
+Note: clients and server share this machine's cores, so the figures are a floor.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+VIEWS = ("overview", "rungs", "fit", "hero", "moe")
+DURATION_S = float(os.environ.get("BENCH_DASHBOARD_SECONDS", "3"))
+CLIENTS = (1, 8, 32)
+
+SERVER = """
+import sys
+from ladder.publish.server import DashboardServer
+s = DashboardServer(sys.argv[1], port=0, cache_s=float(sys.argv[2]))
+print(s.port, flush=True)
+s.serve_forever()
+"""
+
+
+def _rss_mb(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).memory_info().rss / 2**20
+
+
+def _grow_hero(root: Path, rows: int) -> int:
+    from ladder import layout
+
+    metrics = next(root.glob("demo/hero-*")) / layout.METRICS
+    base = [r for r in layout.iter_jsonl(metrics)]
+    with metrics.open("a") as fh:
+        fh.write("\n")
+        last = base[-1]
+        for i in range(rows - len(base)):
+            fh.write(json.dumps({**last, "step": last["step"] + i + 1, "loss": last["loss"] - 1e-6 * i}) + "\n")
+    return rows
+
+
+def _load(port: int, clients: int, seconds: float, ladder: str = "demo") -> dict:
+    lat: list[list[float]] = [[] for _ in range(clients)]
+    errors = [0] * clients
+    stop = time.perf_counter() + seconds
+
+    def worker(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        k = i
+        while time.perf_counter() < stop:
+            path = f"/api/ladders/{ladder}/{VIEWS[k % len(VIEWS)]}"
+            k += 1
+            t = time.perf_counter()
+            try:
+                conn.request("GET", path, headers={"Accept-Encoding": "gzip"})
+                r = conn.getresponse()
+                r.read()
+                if r.status != 200:
+                    errors[i] += 1
+            except (OSError, http.client.HTTPException):
+                errors[i] += 1
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                continue
+            lat[i].append(time.perf_counter() - t)
+        conn.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t0
+    all_lat = sorted(x for li in lat for x in li)
+    n = len(all_lat)
+    return {"requests": n, "rps": n / wall, "p50_ms": 1e3 * all_lat[n // 2] if n else float("nan"),
+            "p99_ms": 1e3 * all_lat[min(n - 1, int(n * 0.99))] if n else float("nan"), "errors": sum(errors)}
+
+
+def _cold(port: int) -> dict[str, float]:
+    """Per-view latency with the answer cache off (every request reads and builds the view)."""
+    out = {}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for v in VIEWS:
+        times, size = [], 0
+        for _ in range(5):
+            t = time.perf_counter()
+            conn.request("GET", f"/api/ladders/demo/{v}")
+            r = conn.getresponse()
+            size = len(r.read())
+            times.append(time.perf_counter() - t)
+        out[v] = (1e3 * statistics.median(times), size)
+    conn.close()
+    return out
+
+
+def _serve(root: Path, cache_s: float):
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(cache_s)], stdout=subprocess.PIPE, text=True)
+    port = int(proc.stdout.readline())
+    return proc, port
+
+
+def main() -> None:
+    from ladder.publish.sample import write_sample_root
+
+    rows_out = []
+    cold_out = []
+    with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
+        root = Path(tmp)
+        write_sample_root(root, "demo", half_written=True)
+        for case, hero_rows in (("sample (hero 320 rows)", None), ("long hero (100k rows)", 100_000)):
+            if hero_rows:
+                _grow_hero(root, hero_rows)
+            proc, port = _serve(root, cache_s=0.0)
+            try:
+                _cold(port)  # first read parses the files; the next ones append only
+                cold_out.append((case, _cold(port), _rss_mb(proc.pid)))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            proc, port = _serve(root, cache_s=1.0)
+            try:
+                rss0 = _rss_mb(proc.pid)
+                for n in CLIENTS:
+                    r = _load(port, n, DURATION_S)
+                    rows_out.append((case, n, r, rss0, _rss_mb(proc.pid)))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+
+    print(f"dashboard under load: {DURATION_S:.0f} s per row, keep-alive clients cycling {', '.join(VIEWS)}; "
+          "answers cached 1 s (the page polls every 3 s)")
+    print(f"{'case':<24}{'clients':>8}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}"
+          f"{'RSS MB before':>15}{'after':>8}")
+    for case, n, r, rss0, rss1 in rows_out:
+        print(f"{case:<24}{n:>8}{r['requests']:>10}{r['rps']:>9.0f}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
+              f"{r['errors']:>8}{rss0:>15.1f}{rss1:>8.1f}")
+    print("\nuncached view build (one client, answer cache off, files already parsed): median ms / response KB")
+    print(f"{'case':<24}" + "".join(f"{v:>16}" for v in VIEWS) + f"{'RSS MB':>9}")
+    for case, cold, rss in cold_out:
+        print(f"{case:<24}" + "".join(f"{ms:>9.1f}/{kb / 1024:>5.0f}KB" for ms, kb in cold.values()) + f"{rss:>9.1f}")
+
+
+if __name__ == "__main__":
+    main()
