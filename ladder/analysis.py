@@ -384,8 +384,8 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
         d = dep_dirs.get(name)
         result = layout.read_json(Path(d) / layout.RESULT, {}) if d else {}
         status = (layout.read_json(Path(d) / layout.STATUS, {}) or {}).get("status") if d else "MISSING"
-        if (result or {}).get("status") == "DIVERGED" or "diverg" in str((result or {}).get("message", "")).lower():
-            reasons.append(f"{name} diverged at step {result.get('step')}: {result.get('message')}")
+        if (result or {}).get("failed_step") is not None:
+            reasons.append(f"{name} diverged: loss non-finite at step {result['failed_step']} (lr {result.get('lr')})")
         elif status != "SUCCESS" and not gate.get("allow_diverged"):
             reasons.append(f"{name} did not finish ({status})")
     fit_doc = layout.read_json(Path(dep_dirs["fit"]) / layout.FIT) if dep_dirs.get("fit") else None

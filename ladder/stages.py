@@ -103,14 +103,14 @@ def status_ladder(spec: LadderSpec) -> list[dict]:
 
 def summary_lines(spec: LadderSpec, summary) -> list[str]:
     lines = []
-    for name, status in summary.statuses.items():
-        lines.append(f"{name:>10}  {status}")
-    for name in getattr(summary, "blocked", []) or []:
+    for name, outcome in summary.steps.items():
+        error = getattr(outcome, "error", None)
+        lines.append(f"{name:>10}  {outcome.status}" + (f"  {str(error).splitlines()[-1][:200]}" if error else ""))
+    if summary.blocked:
         gate = step_dirs(spec).get("gate")
         verdict = layout.read_json(Path(gate) / layout.GATE, {}) if gate else {}
-        for reason in verdict.get("reasons", []):
-            lines.append(f"blocked {name}: {reason}")
-        break
+        lines.append(f"blocked: {', '.join(summary.blocked)} (rerun with --force to start the hero anyway)")
+        lines.extend(f"  - {reason}" for reason in (verdict or {}).get("reasons", []))
     lines.append("ladder complete" if summary.ok else "ladder incomplete: see the statuses above")
     return lines
 

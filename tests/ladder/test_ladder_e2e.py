@@ -1,0 +1,165 @@
+"""The smoke ladder end to end through the real CLI: real Ray, real JAX training, real fits.
+
+One ladder is trained once for the module; the tests then read every artifact, rerun a rung,
+resubmit, and run a second ladder whose rung diverges to see the gate block the hero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LADDER = str(Path(sys.executable).parent / "ladder")
+SMOKE = str(REPO / "experiments" / "smoke.py")
+
+pytestmark = pytest.mark.slow
+
+
+def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+def statuses(root: Path) -> dict[str, dict]:
+    out = {}
+    for d in (root / "smoke").glob("*-*"):
+        if (d / ".status").exists():
+            out[d.name.rsplit("-", 1)[0]] = {"dir": d, **json.loads((d / ".status").read_text())}
+    return out
+
+
+def current(root: Path) -> dict[str, dict]:
+    """Each step's current dir and status, as `ladder status --json` reports them."""
+    proc = run_cli("status", SMOKE, "--root", str(root), "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["steps"]
+    out = {}
+    for r in rows:
+        d = Path(r["path"])
+        st = json.loads((d / ".status").read_text()) if (d / ".status").exists() else {}
+        out[r["step"]] = {"dir": d, "status": r["status"], "run_id": st.get("run_id")}
+    return out
+
+
+@pytest.fixture(scope="module")
+def smoke_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("smoke-ladder")
+    proc = run_cli("submit", SMOKE, "--root", str(root), "--no-progress", "--wandb", "offline")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "ladder complete" in proc.stdout
+    return root
+
+
+def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
+    steps = current(smoke_root)
+    assert set(steps) == {"rung_1", "rung_2", "rung_3", "rung_4", "fit", "predict", "gate", "hero", "report"}
+    assert {s["status"] for s in steps.values()} == {"SUCCESS"}
+    for name in ("rung_1", "rung_2", "rung_3", "rung_4", "hero"):
+        d = steps[name]["dir"]
+        result = json.loads((d / "result.json").read_text())
+        assert result["status"] == "SUCCESS" and result["final_eval_loss"] > 0
+        metrics = pd.read_json(d / "metrics.jsonl", lines=True)
+        assert {"step", "tokens", "loss", "lr", "grad_norm", "flops"} <= set(metrics.columns)
+        assert metrics["step"].is_monotonic_increasing
+        evals = pd.read_json(d / "eval.jsonl", lines=True)
+        assert {"eval_loss", "eval_loss/code", "eval_loss/prose"} <= set(evals.columns)
+        assert any((d / "checkpoints").iterdir())
+        prov = json.loads((d / "step.json").read_text())
+        assert prov["reason"].startswith("new") and "config" in prov
+    # Larger rungs reach lower loss: the ladder really trained.
+    finals = [json.loads((steps[f"rung_{i}"]["dir"] / "result.json").read_text())["final_eval_loss"] for i in range(1, 5)]
+    assert finals == sorted(finals, reverse=True)
+
+    fit = json.loads((steps["fit"]["dir"] / "fit.json").read_text())
+    assert fit["backtest"]["ok"] and fit["backtest"]["predict"] == "rung_4"
+    assert "rung_4" not in fit["backtest"]["fit_on"]
+    pred = json.loads((steps["predict"]["dir"] / "prediction.json").read_text())["hero"]
+    assert pred["lower"] < pred["predicted_final_loss"] < pred["upper"]
+    curve = pd.read_csv(steps["predict"]["dir"] / "hero_curve.csv")
+    assert {"step", "tokens", "loss", "lower", "upper"} <= set(curve.columns)
+    assert (curve["lower"] <= curve["loss"]).all() and (curve["loss"] <= curve["upper"]).all()
+    # The prediction was written before the hero started.
+    hero_status = json.loads((steps["hero"]["dir"] / ".status").read_text())
+    assert (steps["predict"]["dir"] / "prediction.json").stat().st_mtime < hero_status["start"]
+    forecasts = pd.read_json(steps["hero"]["dir"] / "forecasts.jsonl", lines=True)
+    assert len(forecasts) >= 2 and forecasts["at_step"].is_monotonic_increasing
+    report_dir = steps["report"]["dir"]
+    for name in ("report.json", "report.html", "hero.png", "law.png", "rung_curves.png", "curve.csv"):
+        assert (report_dir / name).stat().st_size > 0, name
+
+
+def test_report_json_and_table(smoke_root):
+    proc = run_cli("report", SMOKE, "--root", str(smoke_root), "--json")
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    hero = rep["hero"]
+    for key in ("predicted_final_loss", "lower", "upper", "actual_final_loss", "relative_error", "inside_interval"):
+        assert key in hero and hero[key] is not None, key
+    assert hero["relative_error"] == pytest.approx(hero["predicted_final_loss"] / hero["actual_final_loss"] - 1)
+    assert rep["backtest"]["ok"] and rep["fit"]["law"]
+    table = run_cli("report", SMOKE, "--root", str(smoke_root))
+    assert table.returncode == 0 and "predicted final eval loss" in table.stdout and "report.html" in table.stdout
+
+
+def test_resubmit_runs_nothing(smoke_root):
+    before = current(smoke_root)
+    proc = run_cli("submit", SMOKE, "--root", str(smoke_root), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    after = current(smoke_root)
+    assert {k: v["run_id"] for k, v in after.items()} == {k: v["run_id"] for k, v in before.items()}
+
+
+def test_rerun_one_rung_refreshes_the_analysis_not_the_hero(smoke_root):
+    before = current(smoke_root)
+    proc = run_cli("rerun", SMOKE, "rung_2", "--root", str(smoke_root), "--no-progress")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    after = current(smoke_root)
+    changed = {k for k in after if after[k]["run_id"] != before[k]["run_id"]}
+    assert changed == {"rung_2", "fit", "predict", "gate", "report"}
+    prov = json.loads((after["fit"]["dir"] / "step.json").read_text())
+    assert "rung_2" in json.dumps(prov["reason"])
+
+
+def test_notebook_walks_through_the_finished_ladder(smoke_root, tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(REPO / "notebooks" / "ladder_walkthrough.ipynb", as_version=4)
+    os.environ["LADDER_NOTEBOOK_ROOT"] = str(smoke_root)
+    os.environ["LADDER_NOTEBOOK_SPEC"] = SMOKE
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        os.environ.pop("LADDER_NOTEBOOK_ROOT")
+        os.environ.pop("LADDER_NOTEBOOK_SPEC")
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_gate_blocks_a_ladder_with_a_diverged_rung(tmp_path):
+    root = tmp_path / "diverged"
+    # rung_2 at an absurd learning rate diverges; the other rungs are the smoke ladder's own, shortened.
+    args = ["submit", SMOKE, "--root", str(root), "--no-progress", "--set", "rungs[1].optim.lr=1e4",
+            "--set", "hero.tokens=60000"]
+    proc = run_cli(*args)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    st = statuses(root)
+    assert st["rung_2"]["status"] == "FAILED"
+    assert st["gate"]["status"] == "BLOCKED"
+    assert "hero" not in st or st["hero"]["status"] in ("BLOCKED", "DEP_FAILED")
+    gate = json.loads((st["gate"]["dir"] / "gate.json").read_text())
+    assert not gate["passed"] and any("rung_2" in r and "diverged" in r for r in gate["reasons"])
+    assert "blocked" in proc.stdout.lower() and "rung_2" in proc.stdout
+    result = json.loads((st["rung_2"]["dir"] / "result.json").read_text())
+    assert result["status"] == "FAILED" and result["failed_step"] >= 1
+    # The report still runs and says why the hero did not.
+    assert st["report"]["status"] == "SUCCESS"
+    rep = json.loads((st["report"]["dir"] / "report.json").read_text())
+    assert rep["gate"]["passed"] is False
