@@ -502,7 +502,9 @@ class Root:
             evals = self.files.jsonl(hd / layout.EVAL)
             out["actual"] = self._columns(metrics, ("step", "tokens", "flops", "loss"))
             out["eval"] = self._columns(evals, ("step", "tokens", "flops", "eval_loss"))
-            out["exits"] = band_exits(predicted, metrics, "loss") + band_exits(predicted, evals, "eval_loss")
+            # hero_curve.csv predicts the train loss (the predict step scales the law's final loss by the
+            # rungs' train/eval gap), so the train loss is what is judged against its band
+            out["exits"] = band_exits(predicted, metrics, "loss")
             forecasts = self.files.jsonl(hd / layout.FORECASTS)
             out["forecasts"] = [_scalars(f) for f in forecasts]
             snaps = []
