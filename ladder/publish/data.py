@@ -25,6 +25,7 @@ import os
 import re
 import threading
 import time
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -74,14 +75,90 @@ def _natural_key(name: str):
 # Cached file readers (shared by all request threads).
 
 
-class _JsonlTail:
-    __slots__ = ("ident", "offset", "rows", "lock")
+class JsonlTable:
+    """The rows of a JSONL file, stored by column: numbers in ``array('d')`` (NaN where a row lacks the
+    key), anything else sparse by row. About 8 bytes per number instead of a dict per row, so a
+    long run's metrics (a million rows) stay small in a long-lived server. Iterating yields dicts."""
+
+    __slots__ = ("n", "cols", "other", "lock", "ident", "offset")
 
     def __init__(self):
+        self.n = 0
+        self.cols: dict[str, array] = {}
+        self.other: dict[int, dict] = {}
+        self.lock = threading.Lock()
         self.ident = None
         self.offset = 0
-        self.rows: list[dict] = []
-        self.lock = threading.Lock()
+
+    def append(self, row: dict) -> None:
+        n = self.n
+        for k, v in row.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                col = self.cols.get(k)
+                if col is None:
+                    col = self.cols[k] = array("d", bytes(8 * n)) if n else array("d")
+                    if n:
+                        col[:] = array("d", [math.nan]) * n
+                col.append(float(v))
+            else:
+                self.other.setdefault(n, {})[k] = v
+        self.n = n + 1
+        for col in self.cols.values():
+            if len(col) < self.n:
+                col.append(math.nan)
+
+    def snapshot(self, pending: dict | None = None) -> JsonlTable:
+        """A consistent view (columns sliced to n rows), plus a not-yet-terminated last row."""
+        t = JsonlTable()
+        t.n, t.cols, t.other = self.n, dict(self.cols), self.other
+        if pending is not None:
+            t.cols = {k: v[: self.n] for k, v in self.cols.items()}
+            t.other = dict(self.other)
+            t.append(pending)
+        return t
+
+    def __len__(self) -> int:
+        return self.n
+
+    def keys(self) -> list[str]:
+        ks = dict.fromkeys(self.cols)
+        for extra in self.other.values():
+            ks.update(dict.fromkeys(extra))
+        return list(ks)
+
+    def column(self, key: str):
+        """The column as a float numpy array (a copy: the live array may grow meanwhile), or None."""
+        import numpy as np
+
+        col = self.cols.get(key)
+        return None if col is None else np.frombuffer(col[: self.n], dtype=float)
+
+    def value(self, key: str, i: int):
+        col = self.cols.get(key)
+        if col is not None:
+            v = col[i]
+            if v == v:
+                return int(v) if v.is_integer() and abs(v) < 2**53 else v
+        return self.other.get(i, {}).get(key)
+
+    def row(self, i: int) -> dict:
+        out = {}
+        for k, col in self.cols.items():
+            v = col[i]
+            if v == v:
+                out[k] = int(v) if v.is_integer() and abs(v) < 2**53 else v
+        out.update(self.other.get(i, {}))
+        return out
+
+    def __iter__(self):
+        return (self.row(i) for i in range(self.n))
+
+    def __getitem__(self, i: int) -> dict:
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return self.row(i)
 
 
 class FileCache:
@@ -89,43 +166,41 @@ class FileCache:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._tails: dict[str, _JsonlTail] = {}
+        self._tails: dict[str, JsonlTable] = {}
         self._whole: dict[str, tuple[tuple, Any]] = {}
 
-    def jsonl(self, path: Path) -> list[dict]:
-        """All complete rows of a JSONL file; appended rows are parsed incrementally."""
+    def jsonl(self, path: Path) -> JsonlTable:
+        """All complete rows of a JSONL file (columnar); appended rows are parsed incrementally."""
         key = str(path)
         try:
             st = os.stat(path)
         except OSError:
-            return []
+            return JsonlTable()
         with self._lock:
-            tail = self._tails.get(key)
-            if tail is None:
-                tail = self._tails[key] = _JsonlTail()
-        with tail.lock:
+            table = self._tails.get(key)
+            if table is None:
+                table = self._tails[key] = JsonlTable()
+        with table.lock:
             ident = (st.st_ino, st.st_dev)
-            if tail.ident != ident or st.st_size < tail.offset:
-                tail.ident, tail.offset, tail.rows = ident, 0, []
-            pending: list[dict] = []
-            if st.st_size > tail.offset:
+            if table.ident != ident or st.st_size < table.offset:  # replaced or truncated: start over
+                table.ident, table.offset, table.n, table.cols, table.other = ident, 0, 0, {}, {}
+            pending = None
+            if st.st_size > table.offset:
                 try:
                     with open(path, "rb") as fh:
-                        fh.seek(tail.offset)
-                        chunk = fh.read(st.st_size - tail.offset)
+                        fh.seek(table.offset)
+                        chunk = fh.read(st.st_size - table.offset)
                 except OSError:
-                    return list(tail.rows)
+                    return table.snapshot()
                 end = chunk.rfind(b"\n")
                 complete, rest = (chunk[: end + 1], chunk[end + 1 :]) if end >= 0 else (b"", chunk)
                 for line in complete.splitlines():
                     row = _parse_line(line)
                     if row is not None:
-                        tail.rows.append(row)
-                tail.offset += len(complete)
-                row = _parse_line(rest)  # a last line without newline: shown, not consumed
-                if row is not None:
-                    pending.append(row)
-            return tail.rows + pending if pending else list(tail.rows)
+                        table.append(row)
+                table.offset += len(complete)
+                pending = _parse_line(rest)  # a last line without newline: shown, not consumed
+            return table.snapshot(pending)
 
     def _whole_file(self, path: Path, parse):
         key = str(path)
@@ -282,6 +357,30 @@ class Root:
                 if d.is_dir() and not d.is_symlink() and safe_name(d.name):
                     out[d.name] = d
         return out
+
+    # -- change detection ----------------------------------------------------------------------
+
+    WATCHED = (layout.STATUS, layout.PROGRESS, layout.RESULT, layout.STEP_JSON, layout.METRICS, layout.EVAL,
+               layout.EVENTS, layout.FIT, layout.RUNS_CSV, LAW_CURVE_CSV, layout.CURVES_CSV, layout.PREDICTION,
+               layout.HERO_CURVE, layout.TARGETS_CSV, layout.GATE, layout.FORECASTS, layout.FORECAST_DIR,
+               layout.REPORT, "meta.json")
+
+    def signature(self, ladder: str | None = None) -> tuple:
+        """A cheap fingerprint (stat of every file a view reads) that changes when any of them does."""
+        if ladder is None:
+            sig: list = [_stat(self.path)]
+            for name in self.ladders():
+                sig.append((name, self.signature(name)))
+            return tuple(sig)
+        ld = self.ladder_dir(ladder)
+        if ld is None:
+            return ()
+        sig = [_stat(ld), _stat(ld / ".index")]
+        for step, d in self.step_dirs(ladder).items():
+            sig.append((step, str(d), *(_stat(d / f) for f in self.WATCHED)))
+        for name, d in self.imported(ladder).items():
+            sig.append((name, _stat(d / layout.METRICS), _stat(d / "meta.json")))
+        return tuple(sig)
 
     # -- views -------------------------------------------------------------------------------
 
@@ -607,19 +706,31 @@ class Root:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _columns(self, rows: list[dict], keys) -> dict[str, list]:
-        """Column arrays of ``rows`` for ``keys`` (rows without the first present x key are dropped),
-        thinned to at most max_points, always keeping the last row."""
+    def _columns(self, rows, keys) -> dict[str, list]:
+        """Column arrays of ``rows`` (a JsonlTable or a list of dicts) for ``keys``, thinned to at
+        most max_points rows, always keeping the last; non-numbers and NaN are None."""
         n = len(rows)
+        idx = list(range(n))
         if n > self.max_points:
             stride = math.ceil(n / self.max_points)
-            rows = rows[::stride] + ([rows[-1]] if (n - 1) % stride else [])
+            idx = idx[::stride] + ([n - 1] if (n - 1) % stride else [])
         out: dict[str, list] = {}
-        for k in keys:
-            col = [_finite(r.get(k)) if isinstance(r.get(k), int | float) and not isinstance(r.get(k), bool)
-                   else None for r in rows]
-            if any(v is not None for v in col):
-                out[k] = col
+        if isinstance(rows, JsonlTable):
+            for k in keys:
+                col = rows.cols.get(k)
+                if col is None:
+                    continue
+                vals = [col[i] for i in idx]
+                vals = [None if v != v or v in (math.inf, -math.inf) else v for v in vals]
+                if any(v is not None for v in vals):
+                    out[k] = vals
+        else:
+            sel = [rows[i] for i in idx]
+            for k in keys:
+                col = [_finite(v) if isinstance(v := r.get(k), int | float) and not isinstance(v, bool) else None
+                       for r in sel]
+                if any(v is not None for v in col):
+                    out[k] = col
         out["n"] = n
         return out
 
@@ -631,38 +742,45 @@ class Root:
 def band_exits(predicted: list[dict], actual: list[dict], metric: str) -> list[dict]:
     """Actual points outside the predicted band (lower/upper interpolated at the point's step,
     else its tokens). Only points within the predicted curve's range are judged."""
+    import numpy as np
+
     if not predicted or not actual:
         return []
-    xkey = None
-    for k in ("step", "tokens"):
-        if all(_num(r.get(k)) is not None for r in predicted[:1]) and any(_num(a.get(k)) is not None for a in actual):
-            xkey = k
-            break
+    xkey = next((k for k in ("step", "tokens") if _num(predicted[0].get(k)) is not None
+                 and _num(actual[len(actual) - 1].get(k)) is not None), None)
     if xkey is None:
         return []
-    pts = sorted((_num(r.get(xkey)), _num(r.get("lower")), _num(r.get("upper")), _num(r.get("loss")))
-                 for r in predicted if _num(r.get(xkey)) is not None)
-    pts = [p for p in pts if p[1] is not None and p[2] is not None]
-    if len(pts) < 2:
-        return []
-    xs = [p[0] for p in pts]
-    import bisect
 
+    def col(rows, key):
+        return np.array([v if isinstance(v := r.get(key), int | float) and not isinstance(v, bool) else np.nan
+                         for r in rows], dtype=float)
+
+    px, lo, hi, mid = (col(predicted, k) for k in (xkey, "lower", "upper", "loss"))
+    ok = np.isfinite(px) & np.isfinite(lo) & np.isfinite(hi)
+    if ok.sum() < 2:
+        return []
+    order = np.argsort(px[ok])
+    px, lo, hi, mid = px[ok][order], lo[ok][order], hi[ok][order], mid[ok][order]
+    if isinstance(actual, JsonlTable):
+        ax, ay = actual.column(xkey), actual.column(metric)
+        if ax is None or ay is None:
+            return []
+    else:
+        ax, ay = col(actual, xkey), col(actual, metric)
+    judged = np.isfinite(ax) & np.isfinite(ay) & (ax >= px[0]) & (ax <= px[-1])
+    idx = np.flatnonzero(judged)
+    a_lo, a_hi = np.interp(ax[idx], px, lo), np.interp(ax[idx], px, hi)
+    a_mid = np.interp(ax[idx], px, mid) if np.isfinite(mid).all() else np.full(len(idx), np.nan)
+    out_of = (ay[idx] < a_lo) | (ay[idx] > a_hi)
     out = []
-    for a in actual:
-        x, y = _num(a.get(xkey)), _num(a.get(metric))
-        if x is None or y is None or x < xs[0] or x > xs[-1]:
-            continue
-        i = min(max(bisect.bisect_left(xs, x), 1), len(xs) - 1)
-        x0, x1 = xs[i - 1], xs[i]
-        t = 0.0 if x1 == x0 else (x - x0) / (x1 - x0)
-        lo = pts[i - 1][1] + t * (pts[i][1] - pts[i - 1][1])
-        hi = pts[i - 1][2] + t * (pts[i][2] - pts[i - 1][2])
-        mid = pts[i - 1][3] + t * (pts[i][3] - pts[i - 1][3]) if pts[i][3] is not None and pts[i - 1][3] is not None else None
-        if y < lo or y > hi:
-            out.append({"metric": metric, "step": _num(a.get("step")), "tokens": _num(a.get("tokens")),
-                        "actual": y, "predicted": mid, "lower": lo, "upper": hi,
-                        "side": "below" if y < lo else "above"})
+    for j in np.flatnonzero(out_of):
+        i = int(idx[j])
+        y = float(ay[i])
+        row = {"step": actual.value("step", i), "tokens": actual.value("tokens", i)} \
+            if isinstance(actual, JsonlTable) else actual[i]
+        out.append({"metric": metric, "step": _num(row.get("step")), "tokens": _num(row.get("tokens")),
+                    "actual": y, "predicted": _finite(float(a_mid[j])), "lower": float(a_lo[j]),
+                    "upper": float(a_hi[j]), "side": "below" if y < a_lo[j] else "above"})
     return out
 
 
@@ -697,6 +815,14 @@ def _pointer(ptr: Any, ladder_dir: Path) -> Path | None:
     elif not p.exists():
         p = ladder_dir / p.name  # a root moved (copied from a cluster): the same dir name here
     return p
+
+
+def _stat(p: Path) -> tuple | None:
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _mtime(p: Path) -> float:
@@ -767,7 +893,9 @@ def _scalar_str(x: Any) -> str | None:
     return x if isinstance(x, str) else json.dumps(x, default=str)[:500]
 
 
-def _keys(rows: list[dict]) -> list[str]:
+def _keys(rows) -> list[str]:
+    if isinstance(rows, JsonlTable):
+        return rows.keys()
     seen: dict[str, None] = {}
     for r in rows[:50] + rows[-50:]:
         for k in r:

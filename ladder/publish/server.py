@@ -13,7 +13,8 @@ Nothing is served from a path named in a request: requests name a ladder, a view
 checked against what exists, so ``..``, encoded ``%2e%2e``, backslashes and absolute paths get 400
 or 404 and never a file. Only GET and HEAD. Binds 127.0.0.1 unless told otherwise; on a loopback
 address, requests whose Host header is not a loopback name are refused (DNS rebinding).
-API answers are cached for ``cache_s`` (1 s) so many open tabs cost one read of the files.
+API answers are cached and rebuilt only when a file they read changed (a stat fingerprint, checked
+at most every ``cache_s``), so many open tabs cost one read of the files; ETags let polls get 304.
 """
 
 from __future__ import annotations
@@ -52,13 +53,20 @@ def plotly_js_path() -> Path:
 
 
 class _Asset:
-    __slots__ = ("body", "gz", "etag", "ctype")
+    __slots__ = ("body", "_gz", "etag", "ctype")
 
     def __init__(self, body: bytes, ctype: str):
         self.body = body
-        self.gz = gzip.compress(body, 6) if len(body) > 1024 else None
+        self._gz = None
         self.etag = '"' + hashlib.sha1(body).hexdigest()[:20] + '"'
         self.ctype = ctype
+
+    @property
+    def gz(self) -> bytes | None:
+        """The gzipped body (made on first use; None for small bodies)."""
+        if self._gz is None and len(self.body) > 1024:
+            self._gz = gzip.compress(self.body, 5)
+        return self._gz
 
 
 class Dashboard:
@@ -69,7 +77,7 @@ class Dashboard:
         self.cache_s = cache_s
         self._assets: dict[str, _Asset] = {}
         self._assets_lock = threading.Lock()
-        self._cache: dict[str, tuple[float, _Asset]] = {}
+        self._cache: dict[str, tuple[float, tuple, _Asset]] = {}
         self._cache_lock = threading.Lock()
 
     def asset(self, name: str) -> _Asset | None:
@@ -112,18 +120,26 @@ class Dashboard:
         return (200, a) if a is not None else (404, f"not found: /static/{name}")
 
     def _api(self, segs: list[str], key: str):
+        """Answers are rebuilt only when a file they read changed (stat fingerprint); within
+        ``cache_s`` of the last check they are served without even that."""
         now = time.monotonic()
         with self._cache_lock:
             hit = self._cache.get(key)
-            if hit is not None and now - hit[0] < self.cache_s:
-                return 200, hit[1]
+        if hit is not None and now - hit[0] < self.cache_s:
+            return 200, hit[2]
+        ladder = segs[1] if len(segs) >= 2 and segs[0] == "ladders" and safe_name(segs[1]) else None
+        sig = self.root.signature(ladder)
+        if hit is not None and hit[1] == sig:
+            with self._cache_lock:
+                self._cache[key] = (now, sig, hit[2])
+            return 200, hit[2]
         result = self._api_uncached(segs)
         if isinstance(result, tuple):
             return result
         with self._cache_lock:
             if len(self._cache) > 512:
                 self._cache.clear()
-            self._cache[key] = (now, result)
+            self._cache[key] = (now, sig, result)
         return 200, result
 
     def _api_uncached(self, segs: list[str]):
@@ -163,6 +179,7 @@ def _json(obj) -> _Asset:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms delayed-ACK stall
     server_version = "ladder-dashboard"
     sys_version = ""
     app: Dashboard

@@ -211,3 +211,44 @@ def test_live_refresh_through_api(tmp_path):
             fh.write("\n" + json.dumps({"step": 43200, "tokens": 2.3e10, "loss": 2.69}) + "\n")
         n1 = json.loads(get(s.url + "api/ladders/demo/hero")[2])["actual"]["n"]
     assert n1 == n0 + 1
+
+
+def test_jsonl_reader_concurrent_with_writer(tmp_path):
+    """Request threads read while a run appends: no errors, every read a consistent prefix."""
+    import threading
+
+    from ladder.publish.data import FileCache
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("")
+    cache = FileCache()
+    errors, done = [], threading.Event()
+
+    def reader():
+        while not done.is_set():
+            try:
+                t = cache.jsonl(path)
+                steps = t.column("step")
+                if steps is not None and len(steps):
+                    assert list(steps) == list(range(1, len(steps) + 1)), "rows out of order"
+                    assert t.column("loss") is not None and len(t.column("loss")) == len(steps)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(repr(exc))
+                return
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for th in threads:
+        th.start()
+    with path.open("a") as fh:
+        for i in range(1, 3001):
+            line = json.dumps({"step": i, "loss": 1.0 / i, "note": "x" if i % 100 == 0 else None})
+            fh.write(line[: len(line) // 2])
+            fh.flush()
+            fh.write(line[len(line) // 2:] + "\n")
+            fh.flush()
+    done.set()
+    for th in threads:
+        th.join()
+    assert errors == []
+    t = cache.jsonl(path)
+    assert len(t) == 3000 and t[99]["note"] == "x" and t[-1]["step"] == 3000 and isinstance(t[0]["step"], int)
