@@ -143,6 +143,13 @@ def test_ladder_run_logs_tables_offline(sample_root, tmp_path):
         assert (Path(out) / row[f"{key}/path"]).is_file(), key
     assert row["fit/runs/nrows"] == 4 and row["fit/loss_vs_compute/_type"] == "plotly-file"
 
+    class Ctx:  # what ladder.stages hands a fit/predict/report step
+        ladder, name, hash, runtime = "demo", "report", "abc", {"wandb_mode": "disabled"}
+        out_dir = str(root / "demo" / "report-abc")
+
+    Ctx.root = str(root)
+    assert wandb_log.log_ladder_step({"ladder": "demo"}, Ctx()) is None  # --wandb disabled: nothing
+
 
 def test_nothing_goes_to_home(tmp_path):
     """A clean process (no WANDB_* set, HOME in tmp): every W&B file lands under the ladder root."""
