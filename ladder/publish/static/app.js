@@ -363,7 +363,10 @@ RENDER.fit = function (d) {
     plot("c-backtest", [
       { x: bts.map((b) => b.predict || b.name || b.held_out || b.run), y: bts.map((b) => b.actual), type: "bar", name: "actual", marker: { color: "#ff7f0e" } },
       { x: bts.map((b) => b.predict || b.name || b.held_out || b.run), y: bts.map((b) => b.predicted), type: "bar", name: "predicted", marker: { color: "#1f77b4" } },
-    ], layout("", "held-out run", "final loss", { barmode: "group", margin: { l: 50, r: 10, t: 10, b: 40 } }));
+    ], layout("", "held-out run", "final loss", { barmode: "group", margin: { l: 50, r: 10, t: 10, b: 40 },
+      legend: { orientation: "h", y: 1.12 },
+      yaxis: { title: { text: "final loss" }, range: [0.97 * Math.min(...bts.map((b) => Math.min(b.actual, b.predicted))),
+        1.02 * Math.max(...bts.map((b) => Math.max(b.actual, b.predicted)))] } }));
   } else {
     document.getElementById("c-backtest").outerHTML = "";
   }
