@@ -67,7 +67,9 @@ class ForecastCallback:
     def on_step(self, step: int, row: dict) -> None:
         if "loss" in row and row["loss"] is not None and math.isfinite(row["loss"]):
             self.rows.append({"step": step, "loss": float(row["loss"])})
-        if self.prior is None or step % self.every or step in self.done or len(self.rows) < 4:
+        # Logged steps need not be multiples of `every`: snapshot at the first logged step past each due point.
+        due = (step // self.every) * self.every
+        if self.prior is None or due == 0 or len(self.rows) < 4 or any(due <= s for s in self.done):
             return
         self.snapshot(step)
 

@@ -94,7 +94,9 @@ def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | No
     steps = build_steps(spec)
     executor = _executor(spec, address=address, max_concurrent=max_concurrent, show_progress=show_progress)
     forced = expand_force(steps, force) if force else ()
-    return executor.run(steps, force=forced, runtime=runtime or {})
+    # Runtime options change how a step reports, not what it computes: they stay out of the hashes.
+    runtime = {"ladder": spec.name, "wandb": to_dict(spec.wandb), **(runtime or {})}
+    return executor.run(steps, force=forced, runtime=runtime)
 
 
 def status_ladder(spec: LadderSpec) -> list[dict]:
@@ -150,16 +152,30 @@ def _wandb_callbacks(config: dict, ctx) -> list:
     return list(training_callbacks(config, ctx))
 
 
+def _log_ladder_run(ctx) -> None:
+    """Mirror the ladder-level tables (fit, prediction, report) to W&B; our files stay the source of truth."""
+    try:
+        from ladder.publish.wandb_log import log_ladder_step
+    except ModuleNotFoundError:
+        return
+    runtime = ctx.runtime or {}
+    log_ladder_step({"wandb": runtime.get("wandb") or {}, "ladder": runtime.get("ladder")}, ctx)
+
+
 def fit_step(config: dict, ctx) -> dict:
     from ladder.analysis import fit_ladder
 
-    return fit_ladder(config, ctx.dep_dirs, ctx.out_dir)
+    result = fit_ladder(config, ctx.dep_dirs, ctx.out_dir)
+    _log_ladder_run(ctx)
+    return result
 
 
 def predict_step(config: dict, ctx) -> dict:
     from ladder.analysis import predict_ladder
 
-    return predict_ladder(config, ctx.dep_dirs["fit"], ctx.out_dir)
+    result = predict_ladder(config, ctx.dep_dirs["fit"], ctx.out_dir)
+    _log_ladder_run(ctx)
+    return result
 
 
 def gate_step(config: dict, ctx) -> dict:
@@ -172,6 +188,7 @@ def report_step(config: dict, ctx) -> dict:
     from ladder.report import write_report
 
     report, _ = write_report(config, ctx.dep_dirs, ctx.out_dir)
+    _log_ladder_run(ctx)
     return {"hero": report.get("hero"), "backtest": report.get("backtest")}
 
 

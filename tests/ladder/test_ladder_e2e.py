@@ -49,12 +49,8 @@ def current(root: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def smoke_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("smoke-ladder")
-    proc = run_cli("submit", SMOKE, "--root", str(root), "--no-progress", "--wandb", "offline")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "ladder complete" in proc.stdout
-    return root
+def smoke_root(ladder_smoke_root) -> Path:
+    return Path(ladder_smoke_root)
 
 
 def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
@@ -124,7 +120,7 @@ def test_rerun_one_rung_refreshes_the_analysis_not_the_hero(smoke_root):
     changed = {k for k in after if after[k]["run_id"] != before[k]["run_id"]}
     assert changed == {"rung_2", "fit", "predict", "gate", "report"}
     prov = json.loads((after["fit"]["dir"] / "step.json").read_text())
-    assert "rung_2" in json.dumps(prov["reason"])
+    assert prov["reason"].startswith("forced")
 
 
 def test_notebook_walks_through_the_finished_ladder(smoke_root, tmp_path):
