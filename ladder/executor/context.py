@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Mapping
 from typing import Any
 
 from .hashing import canonical
-from .lease import BLOCKED, FAILED, STATUS_FILE, SUCCESS, write_final
+from .lease import BLOCKED, DEFAULT_HEARTBEAT, FAILED, STATUS_FILE, SUCCESS, beat, write_final
 from .provenance import step_json_path
 from .step import Blocked, resolve_fn
 from .store import Store
@@ -18,6 +19,37 @@ from .store import Store
 PROGRESS_FILE = "progress.json"
 RESULT_FILE = "result.json"
 ERROR_FILE = "error.txt"
+
+
+class LeaseLost(RuntimeError):
+    """Raised inside a step (from ``ctx.progress``) once another owner has taken the step over."""
+
+
+class _TaskBeat:
+    """The task heartbeats its own RUNNING status too, so a step stays live while the process doing the
+    work is alive even when its driver is starved or paused (an overloaded machine, a driver stopped
+    with Ctrl-Z). It also notices when the status stops being this run's: the step was taken over."""
+
+    def __init__(self, store: Store, d: str, run_id: str, interval: float):
+        self.store, self.d, self.run_id = store, d, run_id
+        self.interval = max(0.05, float(interval))
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ladder-task-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                if beat(self.store, self.d, self.run_id) is False:
+                    self.lost = True
+                    return
+            except Exception:  # a transient storage error: try again next beat
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 class StepContext:
@@ -46,6 +78,12 @@ class StepContext:
         self._last_write = 0.0
         self._interval = progress_interval if progress_interval is not None else (0.25 if self.store.local else 2.0)
         self._started = time.time()
+        self._beat: _TaskBeat | None = None
+
+    @property
+    def lost(self) -> bool:
+        """True once another owner took this step over (the step should stop: its outputs are not used)."""
+        return bool(self._beat is not None and self._beat.lost)
 
     @property
     def fs(self):
@@ -69,7 +107,10 @@ class StepContext:
         """Record progress (step, total_steps, loss, tokens_per_s, eta_s, ...) in progress.json.
 
         Writes are throttled (every 0.25 s locally); the last step of a run is always written.
+        Raises :class:`LeaseLost` once another owner has taken the step over.
         """
+        if self.lost:
+            raise LeaseLost(f"{self.name}: another owner took this step over; this run ({self.run_id}) stops")
         self._progress.update(canonical(fields))
         now = time.time()
         step, total = self._progress.get("step"), self._progress.get("total_steps")
@@ -100,14 +141,23 @@ def execute_step(payload: dict) -> dict:
     ctx = StepContext(root=payload["root"], name=payload["name"], hash=payload["hash"], out_dir=payload["url"],
                       dep_dirs=payload["dep_dirs"], run_id=run_id, reason=payload["reason"],
                       runtime=payload.get("runtime"), ladder=payload.get("ladder", ""))
+    ctx._beat = _TaskBeat(store, d, run_id, float(payload.get("heartbeat") or DEFAULT_HEARTBEAT))
     error, reasons, status = None, None, SUCCESS
     try:
-        fn = resolve_fn(payload["fn"])
-        result = fn(canonical(payload["config"]), ctx)
-        if result is not None:
-            if not isinstance(result, Mapping):
-                raise TypeError(f"step function returned {type(result).__name__}; expected a dict or None")
-            store.write_json(store.join(d, RESULT_FILE), canonical(result))
+        try:
+            fn = resolve_fn(payload["fn"])
+            result = fn(canonical(payload["config"]), ctx)
+            if ctx.lost:
+                raise LeaseLost("taken over")
+            if result is not None:
+                if not isinstance(result, Mapping):
+                    raise TypeError(f"step function returned {type(result).__name__}; expected a dict or None")
+                store.write_json(store.join(d, RESULT_FILE), canonical(result))
+        finally:
+            ctx._beat.stop()
+    except LeaseLost:
+        # Another owner holds the step now: write nothing more into its directory.
+        return {"status": "LOST", "run_id": run_id}
     except Blocked as e:
         status, reasons, error = BLOCKED, e.reasons, "; ".join(e.reasons)
     except Exception as e:

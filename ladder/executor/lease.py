@@ -62,11 +62,16 @@ def env_float(name: str, default: float) -> float:
 
 @dataclass
 class DirState:
-    """What a step directory says right now."""
+    """What a step directory says right now.
+
+    ``corrupt`` names a ``.status`` that exists but cannot be used (not JSON, not an object, no valid
+    status): it is reported, never trusted, and the step runs again once no owner holds it.
+    """
 
     status: dict | None
     gen: int = 0
     lease: dict | None = None
+    corrupt: str | None = None
 
     @property
     def state(self) -> str | None:
@@ -79,37 +84,83 @@ class DirState:
     def holder(self) -> str | None:
         return (self.lease or self.status or {}).get("owner")
 
-    def last_beat(self) -> float:
+    def _status_fresh(self, timeout: float, now: float) -> bool:
+        st = self.status
+        return bool(st and st.get("status") == RUNNING and now - float(st.get("heartbeat") or 0.0) < timeout)
+
+    def _lease_pending(self) -> bool:
+        """The newest lease belongs to a run whose status is not written (yet)."""
         st, ls = self.status, self.lease
-        if ls is not None and not (st and st.get("run_id") == ls.get("run_id")):
-            return float(ls.get("acquired") or 0.0)
-        return float((st or {}).get("heartbeat") or 0.0)
+        return ls is not None and not (st and st.get("run_id") == ls.get("run_id"))
+
+    def last_beat(self) -> float:
+        beats = [float((self.status or {}).get("heartbeat") or 0.0)] if self.state == RUNNING else []
+        if self._lease_pending():
+            beats.append(float(self.lease.get("acquired") or 0.0))
+        if not beats:
+            beats.append(float((self.status or {}).get("heartbeat") or 0.0))
+        return max(beats)
 
     def live(self, timeout: float, now: float | None = None) -> bool:
-        """True while some owner holds the step: RUNNING with a fresh heartbeat, or a fresh lease."""
+        """True while some owner holds the step: a RUNNING status with a fresh heartbeat (whoever's run it
+        is), or a newest lease younger than the timeout whose run has not written its status yet.
+
+        A fresh heartbeat always counts: a live run is never taken over, even when the newest lease names
+        another run (a claimer whose status write was overtaken, or a lease file that could not be read).
+        """
         now = time.time() if now is None else now
-        st, ls = self.status, self.lease
-        if ls is not None and not (st and st.get("run_id") == ls.get("run_id")):
-            return now - float(ls.get("acquired") or 0.0) < timeout
-        return bool(st and st.get("status") == RUNNING and now - float(st.get("heartbeat") or 0.0) < timeout)
+        if self._status_fresh(timeout, now):
+            return True
+        if self._lease_pending():
+            return now - float(self.lease.get("acquired") or 0.0) < timeout
+        return False
 
 
 def status_path(store: Store, d: str) -> str:
     return store.join(d, STATUS_FILE)
 
 
+def _check_status(data: bytes | None) -> tuple[dict | None, str | None]:
+    """(status, None) for a usable .status; (None, why) for one that exists but is corrupt."""
+    if data is None:
+        return None, None
+    try:
+        st = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return None, f"corrupt .status (not JSON: {str(e).splitlines()[0][:80]})"
+    if not isinstance(st, dict):
+        return None, f"corrupt .status (a JSON {type(st).__name__}, expected an object)"
+    if st.get("status") not in (RUNNING, *TERMINAL):
+        return None, f"corrupt .status (status {str(st.get('status'))[:40]!r} is not one of RUNNING, {', '.join(sorted(TERMINAL))})"
+    try:
+        float(st.get("heartbeat") or 0.0)
+    except (TypeError, ValueError):
+        return None, f"corrupt .status (heartbeat {str(st.get('heartbeat'))[:40]!r} is not a number)"
+    return st, None
+
+
 def read_state(store: Store, d: str) -> DirState:
-    status = store.read_json(status_path(store, d))
-    if status is not None and not isinstance(status, dict):
-        status = None
+    status, corrupt = _check_status(store.read_bytes(status_path(store, d)))
     gens = [
         int(n[len(LEASE_PREFIX) :])
         for n in store.listdir(d)
         if n.startswith(LEASE_PREFIX) and n[len(LEASE_PREFIX) :].isdigit()
     ]
     gen = max(gens, default=0)
-    lease = store.read_json(store.join(d, f"{LEASE_PREFIX}{gen}")) if gen else None
-    return DirState(status, gen, lease if isinstance(lease, dict) else ({} if gen else None))
+    lease = None
+    if gen:
+        path = store.join(d, f"{LEASE_PREFIX}{gen}")
+        lease = store.read_json(path)
+        if not isinstance(lease, dict):
+            # Unreadable (e.g. written by an older version that created it empty first): its age is the
+            # file's, so a fresh one still guards its claimer and an old one goes stale as usual.
+            lease = {"acquired": store.mtime(path) or 0.0, "unreadable": True}
+        else:
+            try:
+                float(lease.get("acquired") or 0.0)
+            except (TypeError, ValueError):
+                lease = {**lease, "acquired": store.mtime(path) or 0.0}
+    return DirState(status, gen, lease, corrupt)
 
 
 def try_claim(store: Store, d: str, state: DirState, *, run_id: str, reason: str, owner: str | None = None) -> bool:
@@ -127,10 +178,16 @@ def try_claim(store: Store, d: str, state: DirState, *, run_id: str, reason: str
     return True
 
 
-def beat(store: Store, d: str, run_id: str) -> bool:
-    """Refresh the heartbeat of our RUNNING status; False once the status is no longer ours/running."""
+def beat(store: Store, d: str, run_id: str) -> bool | None:
+    """Refresh the heartbeat of our RUNNING status.
+
+    True: beaten. False: the status is no longer ours or no longer RUNNING (stop beating). None: the
+    status could not be read this time (keep beating: one bad read must not let a live lease go stale).
+    """
     st = store.read_json(status_path(store, d))
-    if not isinstance(st, dict) or st.get("run_id") != run_id or st.get("status") != RUNNING:
+    if not isinstance(st, dict):
+        return None
+    if st.get("run_id") != run_id or st.get("status") != RUNNING:
         return False
     st["heartbeat"] = time.time()
     store.write_json(status_path(store, d), st)
@@ -190,7 +247,7 @@ class Heartbeater:
             with self._lock:
                 for d, run_id in list(self._items.items()):
                     try:
-                        if not beat(self.store, d, run_id):
+                        if beat(self.store, d, run_id) is False:
                             self._items.pop(d, None)
                     except Exception:  # a transient storage error must not kill the thread
                         pass

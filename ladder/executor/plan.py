@@ -117,6 +117,8 @@ def assess(store: Store, base: str, node: Node, *, forced: bool, dep_run_ids: Ma
         return Assessment(WAIT, f"running elsewhere (owner {st.holder()}, heartbeat {_ago(st.last_beat(), now)})", st)
     if forced:
         return Assessment(RUN, "forced", st)
+    if st.corrupt:
+        return Assessment(RUN, f"{st.corrupt}; running it again", st)
     status = st.state
     if status == SUCCESS:
         changing = [d for d in changing]

@@ -205,13 +205,13 @@ class Executor:
             loss = prog.get("loss")
             if loss is None:
                 loss = next((result[k] for k in ("final_loss", "loss", "eval_loss", "train_loss") if k in result), None)
-            state = st.state or "NEW"
+            state = st.state or ("CORRUPT" if st.corrupt else "NEW")
             out.append({
                 "name": name, "step": name, "hash": node.short, "path": node.url, "status": state,
                 "live": st.live(self.lease_timeout, now),
                 "stale": state == "RUNNING" and not st.live(self.lease_timeout, now),
                 "run_id": s.get("run_id"), "owner": st.holder(), "heartbeat": s.get("heartbeat"),
-                "start": s.get("start"), "end": s.get("end"), "error": s.get("error"),
+                "start": s.get("start"), "end": s.get("end"), "error": st.corrupt or s.get("error"),
                 "reason": s.get("reason"), "loss": loss, "progress": prog,
                 "next": plan[name].action, "next_reason": plan[name].reason,
                 "deps": [d.step for d in node.step.deps], "flops": node.step.flops,
@@ -400,7 +400,7 @@ class _Run:
             "root": self.ex.root, "ladder": self.ex.ladder, "name": node.name, "hash": node.hash,
             "dir": node.dir, "url": node.url, "fn": node.step.fn, "config": node.config, "dep_dirs": dep_dirs,
             "run_id": run_id, "reason": a.reason, "runtime": self.runtime, "provenance": provenance,
-            "lineage": lineage,
+            "lineage": lineage, "heartbeat": self.ex.heartbeat,
         }
         opts = _resources(node.step)
         problem = self._infeasible(opts)

@@ -64,6 +64,15 @@ class Store:
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None
 
+    def mtime(self, path: str) -> float | None:
+        """Modification time (epoch seconds), None when missing or the backend does not say."""
+        try:
+            if self.local:
+                return os.path.getmtime(path)
+            return self.fs.modified(path).timestamp()
+        except (OSError, NotImplementedError, AttributeError, ValueError, TypeError):
+            return None
+
     def exists(self, path: str) -> bool:
         return os.path.exists(path) if self.local else self.fs.exists(path)
 
@@ -111,16 +120,27 @@ class Store:
         if isinstance(data, str):
             data = data.encode()
         if self.local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            # Write a temp file in full, then hard-link it into place: link() fails if the name exists,
+            # so exactly one creator wins, and no reader ever sees the file empty or half-written
+            # (an O_EXCL create followed by a write has a moment where the file exists but is empty).
+            parent = os.path.dirname(path)
+            os.makedirs(parent, exist_ok=True)
+            tmp = os.path.join(parent, f".tmp-{os.path.basename(path)}-{uuid.uuid4().hex[:8]}")
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
-            try:
-                os.write(fd, data)
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    return False
+                except OSError:  # a filesystem without hard links: exclusive create, then write
+                    return self._create_excl(path, data)
+                return True
             finally:
-                os.close(fd)
-            return True
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
         try:
             with self.fs.open(path, "xb") as f:
                 f.write(data)
@@ -134,6 +154,18 @@ class Store:
             # Callers' data is unique (it names the claimer's owner id and run id).
             self.fs.pipe_file(path, data)
             return self.fs.cat_file(path) == data
+
+    @staticmethod
+    def _create_excl(path: str, data: bytes) -> bool:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        return True
 
     def remove(self, path: str) -> None:
         try:
