@@ -213,6 +213,57 @@ def extrapolate_ratios(ratios: pd.DataFrame, flops: float) -> tuple[np.ndarray, 
     return grid, np.exp(np.array(out)), np.array(sig)
 
 
+def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> dict[float, list[pd.DataFrame]]:
+    """Each rung's train-loss curve, lightly smoothed (per-batch noise on tiny batches is large)."""
+    out: dict[float, list[pd.DataFrame]] = {}
+    for _, run in points[points["kind"] == "final"].iterrows():
+        if names is not None and run["name"] not in names:
+            continue
+        curve = rung_curve(dep_dirs[run["name"]])
+        if len(curve) < 8:
+            continue
+        curve = curve.assign(loss=_smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 40)))
+        out.setdefault(float(run["params"]), []).append(curve[["step", "lr", "loss"]])
+    return out
+
+
+def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str) -> dict[str, Any]:
+    """The whole-curve law across sizes (fits.fit_joint_curves) and its backtest on the largest rung.
+
+    The backtest fits the rungs other than the largest and predicts the largest one's final train
+    loss from its schedule alone; a failure to fit is recorded, not hidden.
+    """
+    import fits
+
+    finals = points[points["kind"] == "final"].sort_values("flops")
+    by_n = _curves_by_n(points, dep_dirs)
+    doc: dict[str, Any] = {"law": f"joint_{law}"}
+    if len(by_n) < 2:
+        doc["error"] = f"a joint curve fit needs curves from 2 sizes, got {len(by_n)}"
+        return doc
+    try:
+        res = fits.fit_joint_curves(by_n, law=law)
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        doc["error"] = f"{type(exc).__name__}: {exc}"
+        return doc
+    doc["fit"] = res.to_dict()
+    largest = finals.iloc[-1]
+    train_names = list(finals["name"].iloc[:-1])
+    sub = _curves_by_n(points, dep_dirs, names=train_names)
+    if len(sub) >= 2:
+        try:
+            bt = fits.fit_joint_curves(sub, law=law)
+            curve = rung_curve(dep_dirs[largest["name"]])
+            pred = float(bt.model().predict(largest["params"], curve["step"].to_numpy(), curve["lr"].to_numpy(),
+                                            at=np.array([int(curve["step"].max())]))[-1])
+            actual = float(np.mean(curve["loss"].to_numpy(float)[-max(3, len(curve) // 50):]))
+            doc["backtest"] = {"fit_on": train_names, "predict": largest["name"], "predicted_final_train": pred,
+                               "actual_final_train": actual, "relative_error": pred / actual - 1.0}
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            doc["backtest"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return doc
+
+
 # ------------------------------------------------------------------------------------------
 # The steps.
 
@@ -256,12 +307,15 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     train_eval = ratios.groupby("name").first() if not ratios.empty else pd.DataFrame()
     gap = float(np.mean(np.log(train_eval["final_train"] / train_eval["final_eval"]))) if not train_eval.empty else 0.0
 
+    curve_law = fit_curve_law(points, dep_dirs, fit.curve_law) if fit.curve_law != "none" else None
+
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
                "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
                "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
                "fit_on": list(finals["name"]), "excluded": excluded}
     doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
-           "train_eval_log_gap": gap, "curve_method": "per-fraction ratio to final loss, linear in log C"}
+           "train_eval_log_gap": gap, "curve_method": "per-fraction ratio to final loss, linear in log C",
+           "curve_law": curve_law}
     layout.write_json_atomic(out / layout.FIT, doc)
     return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
             "backtest_ratio": backtest.get("compute_ratio")}
@@ -350,6 +404,10 @@ def predict_ladder(config: dict, fit_dir: str, out_dir: str) -> dict:
         curve = _hero_curve(hero, h, fit_dir, doc)
         if curve is not None:
             layout.write_csv_atomic(out / layout.HERO_CURVE, curve)
+        law_curve = _hero_curve_law(hero, doc)
+        if law_curve is not None:
+            layout.write_csv_atomic(out / "hero_curve_law.csv", law_curve)
+            prediction["hero"]["curve_law_final_train_loss"] = float(law_curve["loss"].iloc[-1])
     prediction["targets"] = rows[1:]
     layout.write_json_atomic(out / layout.PREDICTION, prediction)
     return {"hero": prediction.get("hero"), "targets": [r["name"] for r in rows[1:]]}
@@ -373,6 +431,22 @@ def _hero_curve(hero: RungSpec, h: dict, fit_dir: str, doc: dict) -> pd.DataFram
     upper = loss * rel_hi * np.exp(z * s)
     return pd.DataFrame({"step": sched["step"], "tokens": sched["tokens"], "flops": sched["tokens"] * hero.flops / hero.tokens,
                          "lr": sched["lr"], "loss": loss, "lower": lower, "upper": upper})
+
+
+def _hero_curve_law(hero: RungSpec, doc: dict) -> pd.DataFrame | None:
+    """The hero's curve from the whole-curve law alone (a second, independent estimate)."""
+    from fits.result import FitResult
+    from ladder.train.optim import lr_schedule
+
+    law = (doc.get("curve_law") or {}).get("fit")
+    if not law:
+        return None
+    model = FitResult.from_dict(law).model()
+    lrs = lr_schedule(hero)
+    all_steps = np.arange(1, hero.steps + 1)
+    at = np.unique(np.linspace(1, hero.steps, min(hero.steps, 400)).astype(int))
+    loss = model.predict(hero.model.params_active, all_steps, lrs, at=at)
+    return pd.DataFrame({"step": at, "tokens": at * hero.batch_tokens, "lr": lrs[at - 1], "loss": loss})
 
 
 def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: bool = False) -> dict:
