@@ -1,35 +1,100 @@
 #!/usr/bin/env bash
-# A multi-node Ray cluster on one machine: a head and N workers, each its own raylet, to try the
-# cluster path on a laptop (and to test it). Usage:
+# A multi-node Ray cluster on one machine: a head and N workers, each its own raylet in its own
+# session, to try the cluster path on a laptop (and to test it). Usage:
 #   cluster/local.sh start [N_WORKERS=2] [CPUS_PER_WORKER=1]   # prints the address to use
-#   cluster/local.sh stop
-# Then: RAY_ADDRESS=127.0.0.1:6390 ladder submit experiments/tiny.py --root /shared/path
-# Every process must agree on RAY_AUTH_MODE (Ray 2.60 turns token auth on by default).
+#   cluster/local.sh kill-node I                               # SIGKILL worker node I (its raylet and workers)
+#   cluster/local.sh nodes                                     # alive/dead per node of this cluster
+#   cluster/local.sh stop                                      # stop this cluster only
+# Then: RAY_AUTH_MODE=disabled RAY_ADDRESS=127.0.0.1:6390 ladder submit experiments/tiny.py --root /shared/path
+# Every process must agree on RAY_AUTH_MODE (Ray 2.60 turns token auth on by default): this script
+# uses disabled unless RAY_AUTH_MODE says otherwise. Environment: LADDER_RAY_PORT (6390),
+# LADDER_RAY_TMP (/tmp/ladder-ray: keep it short, Ray's socket paths have a length limit), RAY (the
+# ray executable). Worker node I offers the custom resource worker_I, so a step can be pinned to one.
+#
+# Each node is started under setsid, and its session id is kept in $LADDER_RAY_TMP/nodes/: stop and
+# kill-node signal those sessions only, never every Ray process of the machine (`ray stop` would
+# also stop other users' clusters).
 set -euo pipefail
 cmd=${1:-start}
-workers=${2:-2}
-cpus=${3:-1}
 port=${LADDER_RAY_PORT:-6390}
 tmp=${LADDER_RAY_TMP:-/tmp/ladder-ray}
+nodes="$tmp/nodes"
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 export RAY_USAGE_STATS_ENABLED=0
 ray=${RAY:-ray}
+if ! command -v "$ray" >/dev/null 2>&1 && [ -x "$(dirname "$0")/../.venv/bin/ray" ]; then
+  ray="$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/ray"
+fi
+
+alive() {  # any process left in session $1
+  ps -eo sid= | awk -v s="$1" '$1 == s {found=1} END {exit !found}'
+}
+
+kill_session() {  # SIGKILL every process of session $1 (the node's raylet, its agents and workers)
+  local sid=$1
+  alive "$sid" || return 0
+  pkill -KILL -s "$sid" 2>/dev/null || true
+  for _ in $(seq 1 50); do alive "$sid" || return 0; sleep 0.1; done
+  echo "local.sh: session $sid still has processes" >&2
+}
+
+start_node() {  # start_node NAME ARGS...: one `ray start` in a new session, recording the session id
+  local name=$1
+  shift
+  # $$ of the setsid'd shell is the session id every process of this node inherits.
+  setsid -w sh -c 'echo $$ > "$0"; exec "$@"' "$nodes/$name.sid" "$ray" start "$@" \
+    </dev/null >"$nodes/$name.log" 2>&1 || {
+    echo "local.sh: ray start of $name failed; see $nodes/$name.log" >&2
+    tail -5 "$nodes/$name.log" >&2
+    return 1
+  }
+}
 
 case "$cmd" in
   start)
-    mkdir -p "$tmp"
-    # The head schedules but trains nothing, so every rung lands on a worker node.
-    "$ray" start --head --port="$port" --num-cpus=0 --temp-dir="$tmp" --include-dashboard=false --disable-usage-stats >/dev/null
+    workers=${2:-2}
+    cpus=${3:-1}
+    if [ -d "$nodes" ] && ls "$nodes"/*.sid >/dev/null 2>&1; then
+      for f in "$nodes"/*.sid; do
+        if alive "$(cat "$f")"; then
+          echo "local.sh: a cluster from $tmp is running; run '$0 stop' first" >&2
+          exit 1
+        fi
+      done
+    fi
+    rm -rf "$nodes"
+    mkdir -p "$nodes"
+    # The head schedules but trains nothing (0 CPUs), so every rung lands on a worker node. Its client
+    # and dashboard ports follow the GCS port so two clusters on one machine do not collide.
+    start_node head --head --port="$port" --num-cpus=0 --temp-dir="$tmp" --include-dashboard=false \
+      --ray-client-server-port=$((port + 1)) --dashboard-port=$((port + 2)) --disable-usage-stats
     for i in $(seq 1 "$workers"); do
-      "$ray" start --address="127.0.0.1:$port" --num-cpus="$cpus" --resources="{\"worker_$i\": 1}" >/dev/null
+      start_node "worker_$i" --address="127.0.0.1:$port" --num-cpus="$cpus" --resources="{\"worker_$i\": 1}"
     done
     echo "127.0.0.1:$port"
     ;;
+  kill-node)
+    i=${2:?usage: $0 kill-node I}
+    f="$nodes/worker_$i.sid"
+    [ -f "$f" ] || { echo "local.sh: no worker node $i in $tmp" >&2; exit 2; }
+    kill_session "$(cat "$f")"
+    ;;
+  nodes)
+    for f in "$nodes"/*.sid; do
+      [ -f "$f" ] || continue
+      n=$(basename "$f" .sid)
+      if alive "$(cat "$f")"; then echo "$n alive"; else echo "$n dead"; fi
+    done
+    ;;
   stop)
-    "$ray" stop --force >/dev/null 2>&1 || true
+    # Workers first, then the head; only sessions this script started.
+    for f in "$nodes"/worker_*.sid "$nodes"/head.sid; do
+      [ -f "$f" ] && kill_session "$(cat "$f")"
+    done
+    rm -rf "$nodes"
     ;;
   *)
-    echo "usage: $0 start [N_WORKERS] [CPUS_PER_WORKER] | stop" >&2
+    echo "usage: $0 start [N_WORKERS] [CPUS_PER_WORKER] | kill-node I | nodes | stop" >&2
     exit 2
     ;;
 esac

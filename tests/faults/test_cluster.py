@@ -1,0 +1,112 @@
+"""The ladder on a real multi-node Ray cluster on this machine (cluster/local.sh: a 0-CPU head and two
+1-CPU worker nodes), joined with RAY_ADDRESS: rungs land on the worker nodes in parallel; the worker
+node training rung_1 is killed mid-rung (its raylet and workers SIGKILLed); Ray retries the task on the
+other node, rung_1 resumes from its checkpoint, and the ladder completes with every step run once."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO, TINY, checkpoint_steps, leases, read_status, start_cli, step_dirs, wait_for
+
+pytestmark = pytest.mark.slow
+
+LOCAL_SH = str(REPO / "cluster" / "local.sh")
+R1_STEPS = 20_000
+
+
+def free_port() -> int:
+    for _ in range(50):
+        port = random.randrange(20000, 40000, 10)
+        try:
+            for p in (port, port + 1, port + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port")
+
+
+@pytest.fixture
+def cluster(ray_tmp):
+    env = {**os.environ, "LADDER_RAY_PORT": str(free_port()), "LADDER_RAY_TMP": ray_tmp(),
+           "RAY_AUTH_MODE": "disabled", "RAY": str(REPO / ".venv" / "bin" / "ray")}
+    env.pop("RAY_ADDRESS", None)
+
+    def sh(*args, check=True):
+        return subprocess.run([LOCAL_SH, *args], env=env, capture_output=True, text=True, timeout=240, check=check)
+
+    try:
+        address = sh("start", "2", "1").stdout.strip().splitlines()[-1]
+        yield address, sh, env
+    finally:
+        sh("stop", check=False)
+        assert not any(env["LADDER_RAY_TMP"] in a for a in _cmdlines()), "local.sh stop left processes"
+
+
+def _cmdlines() -> list[str]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                out.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                pass
+    return out
+
+
+def _session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, procs):
+    address, sh, env = cluster
+    node_sids = {Path(f).stem: int(open(f).read()) for f in Path(env["LADDER_RAY_TMP"], "nodes").glob("*.sid")}
+    assert set(node_sids) == {"head", "worker_1", "worker_2"}
+    root = tmp_path / "runs"
+    driver = start_cli("submit", TINY, "--root", str(root), "--no-progress", "--force",
+                       "--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1000",
+                       "--set", "rungs[0].eval_every=5000",
+                       log=tmp_path / "driver.log", RAY_ADDRESS=address, LADDER_RAY_TMP=env["LADDER_RAY_TMP"])
+    procs.append(driver)
+
+    def rung1_mid_run():
+        d = step_dirs(root).get("rung_1")
+        if not d or read_status(d).get("status") != "RUNNING" or not checkpoint_steps(d):
+            return None
+        prov = json.loads((d / "step.json").read_text())
+        return d, prov["pid"]
+
+    r1, pid = wait_for(rung1_mid_run, 400, "rung_1 training on a worker node")
+    sid = _session_of(pid)
+    node = next((n for n, s in node_sids.items() if s == sid), None)
+    assert node in ("worker_1", "worker_2"), f"rung_1 ran in session {sid}, not on a worker node ({node_sids})"
+    ckpt = max(checkpoint_steps(r1))
+    sh("kill-node", node.split("_")[1])
+    assert _session_of(pid) is None, "the killed node's worker is still alive"
+    assert sh("nodes").stdout.count("dead") == 1
+
+    assert driver.wait(timeout=900) == 0, (tmp_path / "driver.log").read_text()[-4000:]
+    log = (tmp_path / "driver.log").read_text()
+    assert "ladder complete" in log
+    dirs = step_dirs(root)
+    for name, d in dirs.items():
+        assert read_status(d)["status"] == "SUCCESS", name
+        assert len(leases(d)) == 1, f"{name} was claimed more than once"
+    # rung_1 was retried by Ray (same run id, a new worker elsewhere) and resumed from its checkpoint
+    prov = json.loads((r1 / "step.json").read_text())
+    assert prov["pid"] != pid and _session_of(prov["pid"]) in (None, *node_sids.values())
+    resumed = [int(m) for m in re.findall(r"rung_1: resumed from step (\d+)", log)]
+    assert resumed and resumed[-1] >= ckpt, (resumed, ckpt, log[-2000:])
+    assert json.loads((r1 / "result.json").read_text())["steps"] == R1_STEPS

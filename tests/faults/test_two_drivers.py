@@ -1,0 +1,107 @@
+"""Two `ladder submit` of one ladder at once, through the real CLI with real training, then the first
+driver SIGKILLed mid-rung and the ladder finished by the second and submitted a third time.
+
+Checked: while driver A is paused (SIGSTOP: the extreme of a starved heartbeat thread on a loaded
+machine) for well over the lease timeout, B never takes over A's training rung; after A is SIGKILLed
+(with its local Ray), B takes the interrupted rung over once its lease is stale and the rung resumes
+from its newest checkpoint; no step that had succeeded runs again (run ids compared), every step ends
+SUCCESS having run exactly once (one lease per step, except the one A's death handed over), and a
+third submit runs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+from conftest import (
+    TINY,
+    checkpoint_steps,
+    kill_group,
+    leases,
+    read_status,
+    run_cli,
+    start_cli,
+    step_dirs,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slow
+
+LEASE, BEAT = 6.0, 1.0
+# rung_1 trains long enough after its compile to be paused and killed mid-run (a tiny model runs a few
+# hundred steps a second on a CPU core)
+R1_STEPS = 20_000
+OVERRIDES = ["--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1000",
+             "--set", "rungs[0].eval_every=5000"]
+
+
+def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, procs):
+    root = tmp_path / "runs"
+    env = {"LADDER_LEASE_TIMEOUT": str(LEASE), "LADDER_HEARTBEAT": str(BEAT)}
+    args = ["submit", TINY, "--root", str(root), "--no-progress", "--force", "--max-concurrent", "2", *OVERRIDES]
+    a = start_cli(*args, log=tmp_path / "a.log", RAY_TMPDIR=ray_tmp(), **env)
+    procs.append(a)
+
+    def rung1_training():
+        d = step_dirs(root).get("rung_1")
+        return d if d and read_status(d).get("status") == "RUNNING" and checkpoint_steps(d) else None
+
+    r1 = wait_for(rung1_training, 400, "rung_1 to be training under driver A")
+    a_owner = read_status(r1)["owner"]
+    assert f":{a.pid}:" in a_owner
+
+    b = start_cli(*args, log=tmp_path / "b.log", RAY_TMPDIR=ray_tmp(), **env)
+    procs.append(b)
+    os.kill(a.pid, signal.SIGSTOP)  # A's driver (and its heartbeat thread) stops; its Ray tasks go on
+    t0, paused_running = time.time(), 0
+    try:
+        while time.time() - t0 < 2.5 * LEASE:
+            st = read_status(r1)
+            assert len(leases(r1)) == 1 and st.get("owner") == a_owner, \
+                f"B took over rung_1 from the paused but live A: {leases(r1)} {st}"
+            paused_running += st.get("status") == "RUNNING"
+            time.sleep(0.25)
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+    assert paused_running * 0.25 > LEASE + 2, "rung_1 finished too soon to test the pause"
+
+    # Kill A (driver and its local Ray) while rung_1 is still mid-run.
+    assert read_status(r1).get("status") == "RUNNING", "rung_1 finished before A could be killed"
+    ckpt_at_kill = max(checkpoint_steps(r1))
+    kill_group(a)
+    succeeded = {n: read_status(d)["run_id"] for n, d in step_dirs(root).items()
+                 if read_status(d).get("status") == "SUCCESS"}
+
+    assert b.wait(timeout=600) == 0, (tmp_path / "b.log").read_text()[-3000:]
+    blog = (tmp_path / "b.log").read_text()
+    assert "ladder complete" in blog
+    dirs = step_dirs(root)
+    assert set(dirs) == {"rung_1", "rung_2", "rung_3", "fit", "predict", "gate", "hero", "report"}
+    for name, d in dirs.items():
+        st = read_status(d)
+        assert st["status"] == "SUCCESS", (name, st)
+        if name in succeeded:
+            assert st["run_id"] == succeeded[name], f"{name} succeeded before A died and ran again"
+        ls = leases(d)
+        if name == "rung_1":
+            # handed over exactly once, after A died, and resumed from a checkpoint of A's run
+            assert [x["owner"] for x in ls][:1] == [a_owner] and len(ls) == 2 and ls[1]["owner"] != a_owner
+            prov = json.loads((d / "step.json").read_text())
+            assert prov["reason"].startswith("lease expired"), prov["reason"]
+            resumed = [int(m) for m in re.findall(r"rung_1: resumed from step (\d+)", blog)]
+            assert resumed and resumed[-1] >= ckpt_at_kill, (resumed, ckpt_at_kill)
+        else:
+            assert len(ls) == 1 or ls[0]["owner"] == a_owner, (name, ls)  # ran once (or A's claim handed over)
+    result = json.loads((dirs["rung_1"] / "result.json").read_text())
+    assert result["status"] == "SUCCESS" and result["steps"] == R1_STEPS
+
+    # The same submit a third time: nothing runs.
+    before = {n: read_status(d)["run_id"] for n, d in dirs.items()}
+    proc = run_cli(*args, timeout=300, **env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert {n: read_status(d)["run_id"] for n, d in step_dirs(root).items()} == before
