@@ -23,7 +23,7 @@ def test_cli_status_and_plan_report_a_corrupt_status(tmp_path):
     root = tmp_path / "runs"
     proc = run_cli("plan", TINY, "--root", str(root), "--json")
     assert proc.returncode == 0, proc.stderr
-    rung1 = next(s for s in json.loads(proc.stdout)["steps"] if s["name"] == "rung_1")
+    rung1 = next(s for s in json.loads(proc.stdout)["steps"] if s["step"] == "rung_1")
     d = Path(rung1["path"])
     d.mkdir(parents=True)
     (d / ".status").write_bytes(b'{"status": "SUCC\x00\x00')  # torn by a crash of a non-atomic copy
@@ -35,7 +35,7 @@ def test_cli_status_and_plan_report_a_corrupt_status(tmp_path):
     proc = run_cli("status", TINY, "--root", str(root))
     assert "CORRUPT" in proc.stdout
     proc = run_cli("plan", TINY, "--root", str(root), "--json")
-    rung1 = next(s for s in json.loads(proc.stdout)["steps"] if s["name"] == "rung_1")
+    rung1 = next(s for s in json.loads(proc.stdout)["steps"] if s["step"] == "rung_1")
     assert rung1["action"] == "run" and rung1["reason"].startswith("corrupt .status")
 
 
