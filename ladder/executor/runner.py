@@ -231,6 +231,14 @@ class Executor:
                              f"steps are: {', '.join(nodes)}")
         return force
 
+    def _check_shared_store(self) -> None:
+        """Steps run in Ray worker processes: a root only this process can see would make every step wait
+        or fail out of sight (memory:// hangs), so say so before starting anything."""
+        protocols = self.store.fs.protocol if isinstance(self.store.fs.protocol, tuple) else (self.store.fs.protocol,)
+        if "memory" in protocols:
+            raise ValueError(f"root {self.root}: memory:// lives inside one process and Ray workers cannot see it; "
+                             "use a local folder or shared storage (gs://, s3://)")
+
     def _ensure_ray(self) -> bool:
         """Start (or join) Ray if this process has not; True when it started it."""
         import ray
@@ -362,6 +370,7 @@ class _Run:
             if self.ex.max_concurrent and len(self.owned) >= self.ex.max_concurrent:
                 continue
             if not self.summary.ray_started:
+                self.ex._check_shared_store()
                 self.summary.ray_started = self.ex._ensure_ray() or self.summary.ray_started
             self._start(node, a)
             self.pending.remove(name)
