@@ -45,6 +45,6 @@ LADDER = LadderSpec(
         eval_tokens=32_768,
     ),
     fit=FitSpec(law="chinchilla_tied", curve_law="multipower", bootstrap=200),
-    gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.10),
+    gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.15),
     description="default CPU ladder",
 )

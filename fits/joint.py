@@ -84,7 +84,9 @@ def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, w
     vidx = [names.index(v) for v in vary]
     # Start: per-size log parameters regressed on log(N / N_ref).
     x_n = np.log(np.array(sizes) / N_ref)
-    P = np.log(np.array([[per_size[n][k] for k in names] for n in sizes]))
+    # A per-size fit can drive a parameter to 0 (e.g. no annealing term on a short curve); start such a
+    # parameter small instead of at log(0).
+    P = np.log(np.maximum(np.array([[per_size[n][k] for k in names] for n in sizes]), 1e-8))
     slope, icpt = np.polyfit(x_n, P, 1)
     x0 = np.concatenate([icpt, slope[vidx]])
     # A second start with shared parameters at their mean: guards against a noisy slope.

@@ -67,7 +67,7 @@ def rung_curve(run_dir: str | Path) -> pd.DataFrame:
 # The final-loss laws.
 
 
-def tied_chinchilla(N, D, L, n_polish: int = 4):
+def tied_chinchilla(N, D, L, n_polish: int = 4, starts: np.ndarray | None = None):
     """Chinchilla L(N, D) = E + A/N^a + B/D^a with one exponent for N and D.
 
     With a handful of model sizes the N-direction alone cannot pin E, A and alpha; tying the
@@ -86,25 +86,39 @@ def tied_chinchilla(N, D, L, n_polish: int = 4):
         f, g = objective(full, logN, logD, logL)
         return f, np.column_stack([g[:, 0], g[:, 1], g[:, 2], g[:, 3] + g[:, 4]])
 
-    grid = init_grid()
-    starts = np.unique(grid[grid[:, 3] == grid[:, 4]][:, :4], axis=0)
-    best, best_f, ok, _ = multistart(fun, starts, n_polish=n_polish)
+    if starts is None:
+        grid = init_grid()
+        starts = np.unique(grid[grid[:, 3] == grid[:, 4]][:, :4], axis=0)
+    best, best_f, ok, _ = multistart(fun, starts, n_polish=min(n_polish, len(starts)))
     a, b, e, alpha = best
     params = {"E": math.exp(e), "A": math.exp(a), "B": math.exp(b), "alpha": float(alpha), "beta": float(alpha)}
     return FitResult(law="chinchilla", params=params, objective=float(best_f), n_points=len(L), n_starts=len(starts),
                      converged=bool(ok), config={"tied_exponents": True})
 
 
-def fit_final_law(points: pd.DataFrame, fit: FitSpec):
-    """The final-loss law on these points (FitResult)."""
+def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None = None, n_polish: int = 4):
+    """The final-loss law on these points (FitResult); `starts` seeds the multi-start (bootstrap refits)."""
     import fits
 
     if fit.law == "compute":
         finals = points[points["kind"] == "final"]
         return fits.fit(finals[["params", "tokens", "flops", "loss"]], "compute", pin_E=fit.pin_E)
     if fit.law == "chinchilla_tied":
-        return tied_chinchilla(points["params"].to_numpy(), points["tokens"].to_numpy(), points["loss"].to_numpy())
-    return fits.fit(points[["params", "tokens", "flops", "loss"]], "chinchilla")
+        return tied_chinchilla(points["params"].to_numpy(), points["tokens"].to_numpy(), points["loss"].to_numpy(),
+                               starts=starts, n_polish=n_polish)
+    return fits.fit(points[["params", "tokens", "flops", "loss"]], "chinchilla", starts=starts)
+
+
+def _bootstrap_starts(base, fit: FitSpec) -> np.ndarray | None:
+    """Starts for a bootstrap refit: the full fit's optimum and a few neighbours, not the whole grid."""
+    if fit.law == "compute":
+        return None
+    p = base.params
+    theta = np.array([math.log(max(p["A"], 1e-30)), math.log(max(p["B"], 1e-30)), math.log(max(p["E"], 1e-30)), p["alpha"]]
+                     + ([] if fit.law == "chinchilla_tied" else [p["beta"]]))
+    rng = np.random.default_rng(0)
+    jitter = rng.normal(0.0, 1.0, (3, theta.size)) * np.array([2.0, 2.0, 0.5] + [0.1] * (theta.size - 3))
+    return np.vstack([theta, theta + jitter])
 
 
 def law_predict(result, params: float, tokens: float, flops: float) -> float:
@@ -113,15 +127,16 @@ def law_predict(result, params: float, tokens: float, flops: float) -> float:
     return float(result.model().predict(np.array([flops]))[0])
 
 
-def bootstrap_predictions(points: pd.DataFrame, fit: FitSpec, targets: list[tuple[float, float, float]],
-                          n: int, seed: int = 0) -> np.ndarray:
-    """(n, len(targets)) predictions, refitting on rungs resampled with replacement.
+def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int = 0) -> list[dict[str, float]]:
+    """Law parameters refitted on rungs resampled with replacement (n resamples).
 
     Resampling is over rungs (a rung and its branches travel together), not over points, because
-    a rung's branches share its model and its noise.
+    a rung's branches share its model and its noise. Resamples with too few distinct rungs for
+    the law are skipped.
     """
     names = points["name"].unique()
     rng = np.random.default_rng(seed)
+    starts = _bootstrap_starts(base, fit)
     out = []
     for _ in range(n):
         pick = rng.choice(names, size=len(names), replace=True)
@@ -129,9 +144,18 @@ def bootstrap_predictions(points: pd.DataFrame, fit: FitSpec, targets: list[tupl
             continue
         sample = pd.concat([points[points["name"] == p] for p in pick], ignore_index=True)
         try:
-            res = fit_final_law(sample, fit)
+            res = fit_final_law(sample, fit, starts=starts, n_polish=1)
         except ValueError:
             continue
+        out.append(res.params)
+    return out
+
+
+def predict_samples(base, samples: list[dict[str, float]], targets: list[tuple[float, float, float]]) -> np.ndarray:
+    """(len(samples), len(targets)) predictions of the law at each bootstrap sample's parameters."""
+    out = []
+    for params in samples:
+        res = base.with_(params=params)
         out.append([law_predict(res, *t) for t in targets])
     return np.array(out)
 
@@ -223,6 +247,7 @@ def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> 
         if len(curve) < 8:
             continue
         curve = curve.assign(loss=_smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 40)))
+        curve = curve[curve["lr"] > 0]  # a schedule that anneals to exactly 0 has no log-lr at its last step
         out.setdefault(float(run["params"]), []).append(curve[["step", "lr", "loss"]])
     return out
 
@@ -289,7 +314,8 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     # Bootstrap over rungs for parameters and for the law's band over compute.
     flops_grid = np.geomspace(finals["flops"].min() / 2, max(finals["flops"].max(), hero.flops if hero else 0) * 2, 60)
     grid_targets = _targets_along(points, flops_grid, hero)
-    boot = bootstrap_predictions(points, fit, grid_targets, fit.bootstrap, seed=0) if fit.bootstrap else np.empty((0, 0))
+    samples = bootstrap_fits(points, fit, result, fit.bootstrap, seed=0) if fit.bootstrap else []
+    boot = predict_samples(result, samples, grid_targets) if samples else np.empty((0, 0))
     central = np.array([law_predict(result, *t) for t in grid_targets])
     law_curve = pd.DataFrame({"flops": flops_grid, "loss": central})
     level = fit.level
@@ -314,6 +340,7 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
                "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
                "fit_on": list(finals["name"]), "excluded": excluded}
     doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
+           "bootstrap_params": samples,
            "train_eval_log_gap": gap, "curve_method": "per-fraction ratio to final loss, linear in log C",
            "curve_law": curve_law}
     layout.write_json_atomic(out / layout.FIT, doc)
@@ -385,7 +412,8 @@ def predict_ladder(config: dict, fit_dir: str, out_dir: str) -> dict:
 
         spec = TargetSpec(name=t["name"], model=ModelSpec(**t["model"]), tokens=t["tokens"], seq_len=t["seq_len"])
         targets.append((spec.name, spec.model.params_active, spec.tokens, spec.flops))
-    boot = bootstrap_predictions(points, fit, [t[1:] for t in targets], fit.bootstrap, seed=1) if fit.bootstrap else np.empty((0, 0))
+    samples = doc.get("bootstrap_params") or []
+    boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
     rows = []
     for i, (name, n, d, c) in enumerate(targets):
         central = law_predict(result, n, d, c)

@@ -241,9 +241,17 @@ def status(spec_path, root, as_json, overrides):
         done = f"{prog.get('step', '')}/{prog.get('total_steps', '')}" if prog else ""
         loss = r.get("loss")
         table.add_row(r["step"], r["status"], done, f"{loss:.4f}" if isinstance(loss, float) else "",
-                      str(r.get("start") or ""), str(r.get("end") or ""), r["path"])
+                      _when(r.get("start")), _when(r.get("end")), r["path"])
     Console(width=200).print(table)
     return 0
+
+
+def _when(epoch) -> str:
+    import datetime
+
+    if not isinstance(epoch, int | float):
+        return ""
+    return datetime.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
 
 
 @main.command()
