@@ -1,7 +1,8 @@
 """The ladder on a real multi-node Ray cluster on this machine (cluster/local.sh: a 0-CPU head and two
 1-CPU worker nodes), joined with RAY_ADDRESS: rungs land on the worker nodes in parallel; the worker
 node training rung_1 is killed mid-rung (its raylet and workers SIGKILLed); Ray retries the task on the
-other node, rung_1 resumes from its checkpoint, and the ladder completes with every step run once."""
+other node, rung_1 resumes from its checkpoint, and the ladder completes with every step run once. Then
+a driver outside the cluster (Ray client, `--address ray://...`) reruns the gate there."""
 
 from __future__ import annotations
 
@@ -14,7 +15,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TINY, checkpoint_steps, leases, read_status, start_cli, step_dirs, wait_for
+from conftest import (
+    REPO,
+    TINY,
+    checkpoint_steps,
+    leases,
+    read_status,
+    run_cli,
+    start_cli,
+    step_dirs,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -75,10 +86,10 @@ def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, 
     node_sids = {Path(f).stem: int(open(f).read()) for f in Path(env["LADDER_RAY_TMP"], "nodes").glob("*.sid")}
     assert set(node_sids) == {"head", "worker_1", "worker_2"}
     root = tmp_path / "runs"
-    driver = start_cli("submit", TINY, "--root", str(root), "--no-progress", "--force",
-                       "--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1000",
-                       "--set", "rungs[0].eval_every=5000",
-                       log=tmp_path / "driver.log", RAY_ADDRESS=address, LADDER_RAY_TMP=env["LADDER_RAY_TMP"])
+    sets = ["--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1000",
+            "--set", "rungs[0].eval_every=5000"]
+    driver = start_cli("submit", TINY, "--root", str(root), "--no-progress", "--force", *sets,
+                       log=tmp_path / "driver.log", RAY_ADDRESS=address)
     procs.append(driver)
 
     def rung1_mid_run():
@@ -110,3 +121,13 @@ def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, 
     resumed = [int(m) for m in re.findall(r"rung_1: resumed from step (\d+)", log)]
     assert resumed and resumed[-1] >= ckpt, (resumed, ckpt, log[-2000:])
     assert json.loads((r1 / "result.json").read_text())["steps"] == R1_STEPS
+
+    # A driver outside the cluster, through the Ray client server local.sh opens on the next port:
+    # rerun the gate (and the report that reads it) there; nothing else runs again.
+    before = {n: read_status(d)["run_id"] for n, d in dirs.items()}
+    client = f"ray://127.0.0.1:{int(env['LADDER_RAY_PORT']) + 1}"
+    proc = run_cli("rerun", TINY, "gate", "--root", str(root), "--force", "--no-progress", "--address", client,
+                   *sets, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    after = {n: read_status(d)["run_id"] for n, d in step_dirs(root).items()}
+    assert {n for n in after if after[n] != before[n]} == {"gate", "report"}
