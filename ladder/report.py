@@ -190,14 +190,15 @@ def _plots(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, 
     if runs_csv and runs_csv.exists():
         runs = pd.read_csv(runs_csv)
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        ax.scatter(runs["flops"], runs["loss"], color="k", zorder=3, label="rungs")
+        kinds = runs["kind"] if "kind" in runs else pd.Series("final", index=runs.index)
+        finals, branches = runs[kinds == "final"], runs[kinds == "branch"]
+        ax.scatter(finals["flops"], finals["loss"], color="k", zorder=3, label="rungs (final)")
+        if not branches.empty:
+            ax.scatter(branches["flops"], branches["loss"], color="0.5", marker="^", zorder=3, label="rungs (cooldown branches)")
         if law_csv and law_csv.exists():
             law = pd.read_csv(law_csv)
             ax.plot(law["flops"], law["loss"], color="C0", label="fitted law")
             ax.fill_between(law["flops"], law["lower"], law["upper"], color="C0", alpha=0.2, label="interval")
-        hero = rep.get("hero") or {}
-        if hero.get("predicted_final_loss") is not None and "flops" in hero:
-            pass
         pred_flops = (rep.get("hero") or {}).get("flops")
         if pred_flops:
             h = rep["hero"]
