@@ -13,10 +13,10 @@ from .lease import BLOCKED, DEP_FAILED, FAILED, RUNNING, SUCCESS
 from .plan import PlanEntry
 from .runner import Executor, RunSummary, StepOutcome, expand_force
 from .step import Blocked, Dep, Step
-from .store import Store
+from .store import ConfigError, Store
 
 __all__ = [
-    "BLOCKED", "DEP_FAILED", "FAILED", "HASH_LEN", "RUNNING", "SUCCESS", "Blocked", "Dep", "Executor",
+    "BLOCKED", "ConfigError", "DEP_FAILED", "FAILED", "HASH_LEN", "RUNNING", "SUCCESS", "Blocked", "Dep", "Executor",
     "PlanEntry", "RunSummary", "Step", "StepContext", "StepOutcome", "Store", "config_diff", "expand_force",
     "step_hash",
 ]

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .store import Store
+from .store import ConfigError, Store
 
 STATUS_FILE = ".status"
 LEASE_PREFIX = ".lease-"
@@ -57,7 +57,7 @@ def env_float(name: str, default: float) -> float:
     try:
         return float(value)
     except ValueError:
-        raise ValueError(f"{name}: expected a number of seconds, got {value!r}") from None
+        raise ConfigError(f"{name}: expected a number of seconds, got {value!r}") from None
 
 
 @dataclass

@@ -47,7 +47,7 @@ from .plan import (
 from .progress import read_progress
 from .provenance import environment, read_index, step_json_path, write_index
 from .step import Step
-from .store import Store
+from .store import ConfigError, Store
 
 log = logging.getLogger("ladder.executor")
 
@@ -164,7 +164,7 @@ class Executor:
         if not ladder or "/" in ladder:
             raise ValueError(f"ladder: {ladder!r} must be a non-empty name without '/'")
         if max_concurrent is not None and max_concurrent < 1:
-            raise ValueError(f"max_concurrent: must be >= 1, got {max_concurrent}")
+            raise ConfigError(f"max_concurrent: must be >= 1, got {max_concurrent}")
         self.store = Store(root)
         self.root = root
         self.ladder = ladder
@@ -176,7 +176,8 @@ class Executor:
         if heartbeat == DEFAULT_HEARTBEAT:
             heartbeat = _env_float("LADDER_HEARTBEAT", heartbeat)
         if heartbeat >= lease_timeout:
-            raise ValueError(f"heartbeat ({heartbeat}s) must be shorter than lease_timeout ({lease_timeout}s)")
+            raise ConfigError(f"heartbeat ({heartbeat}s, LADDER_HEARTBEAT) must be shorter than lease_timeout "
+                              f"({lease_timeout}s, LADDER_LEASE_TIMEOUT)")
         self.lease_timeout = float(lease_timeout)
         self.heartbeat = float(heartbeat)
         self.show_progress = show_progress
@@ -236,7 +237,7 @@ class Executor:
         or fail out of sight (memory:// hangs), so say so before starting anything."""
         protocols = self.store.fs.protocol if isinstance(self.store.fs.protocol, tuple) else (self.store.fs.protocol,)
         if "memory" in protocols:
-            raise ValueError(f"root {self.root}: memory:// lives inside one process and Ray workers cannot see it; "
+            raise ConfigError(f"root {self.root}: memory:// lives inside one process and Ray workers cannot see it; "
                              "use a local folder or shared storage (gs://, s3://)")
 
     def _ensure_ray(self) -> bool:
@@ -380,7 +381,14 @@ class _Run:
     def _start(self, node: Node, a) -> None:
         run_id = new_run_id()
         self.store.makedirs(node.dir)
-        if not try_claim(self.store, node.dir, a.state, run_id=run_id, reason=a.reason):
+        # The assessment may be old by now (starting Ray takes seconds, tens of seconds on a loaded
+        # machine): claim against what the directory says now, so an owner that was late with a
+        # heartbeat but is beating again (or another driver that claimed meanwhile) keeps the step.
+        state = read_state(self.store, node.dir)
+        if state.live(self.ex.lease_timeout) or state.gen != a.state.gen:
+            self.watching[node.name] = time.time()
+            return
+        if not try_claim(self.store, node.dir, state, run_id=run_id, reason=a.reason):
             self.watching[node.name] = time.time()  # another driver won the claim: use its result
             return
         self.hb.add(node.dir, run_id)

@@ -18,6 +18,11 @@ from typing import Any
 import fsspec
 
 
+class ConfigError(ValueError):
+    """A user's setting the executor cannot work with (a lease env var, a root Ray workers cannot see):
+    its message is one line naming the setting and the fix, fit to show as is (the CLI exits 2)."""
+
+
 class Store:
     def __init__(self, root: str):
         self.root_url = str(root)

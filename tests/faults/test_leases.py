@@ -190,3 +190,43 @@ def test_a_corrupt_status_is_reported_and_never_trusted(tmp_path, garbage):
     st = read_state(store, str(d))
     assert st.status is None and st.corrupt and st.corrupt.startswith("corrupt .status")
     assert not st.live(60.0)
+
+
+def test_an_owner_that_beats_again_before_the_claim_keeps_its_step(tmp_path, ray_local, monkeypatch):
+    """The cause of a second `ladder submit` taking over a live driver's steps: the submit assessed a
+    step as stale, then spent seconds (tens, on a loaded machine) starting Ray, then claimed the next
+    lease generation from that old assessment, although the owner had been beating again meanwhile.
+    The claim now re-reads the directory: the owner is live, so the submit waits for its result."""
+    from ladder.executor.lease import write_final
+
+    root = str(tmp_path / "runs")
+    store = Store(root)
+    ex = Executor(root, "lad", lease_timeout=1.0, heartbeat=0.2)
+    steps = [Step("s", fault_steps.sleeper, {"sleep": 0.1})]
+    d = ex.graph(steps)["s"].dir
+    store.makedirs(d)
+    assert try_claim(store, d, read_state(store, d), run_id="other", reason="new", owner="other-driver")
+    st = store.read_json(status_path(store, d))
+    st["heartbeat"] = time.time() - 10  # the owner looks dead when the submit assesses the step
+    store.write_json(status_path(store, d), st)
+
+    def owner_comes_back():
+        for _ in range(10):
+            beat(store, d, "other")
+            time.sleep(0.2)
+        write_final(store, d, "other", "SUCCESS")
+
+    original = Executor._ensure_ray
+
+    def slow_ray_start(self):
+        started = original(self)
+        beat(store, d, "other")  # while Ray was starting, the owner's heartbeat came back
+        threading.Thread(target=owner_comes_back, daemon=True).start()
+        return started
+
+    monkeypatch.setattr(Executor, "_ensure_ray", slow_ray_start)
+    summary = ex.run(steps, runtime={"log": str(tmp_path / "log")})
+    out = summary.steps["s"]
+    assert (out.status, out.action, out.run_id) == ("SUCCESS", "waited", "other"), vars(out)
+    assert not os.path.exists(os.path.join(d, ".lease-2")), "the live owner's step was taken over"
+    assert not (tmp_path / "log").exists(), "the step ran a second time"

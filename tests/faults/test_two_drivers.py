@@ -35,16 +35,17 @@ pytestmark = pytest.mark.slow
 LEASE, BEAT = 6.0, 1.0
 # rung_1 trains long enough after its compile to be paused and killed mid-run (a tiny model runs a few
 # hundred steps a second on a CPU core)
-R1_STEPS = 20_000
-OVERRIDES = ["--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1000",
+R1_STEPS = 30_000
+OVERRIDES = ["--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1500",
              "--set", "rungs[0].eval_every=5000"]
 
 
 def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, procs):
     root = tmp_path / "runs"
     env = {"LADDER_LEASE_TIMEOUT": str(LEASE), "LADDER_HEARTBEAT": str(BEAT)}
-    args = ["submit", TINY, "--root", str(root), "--no-progress", "--force", "--max-concurrent", "2", *OVERRIDES]
-    a = start_cli(*args, log=tmp_path / "a.log", RAY_TMPDIR=ray_tmp(), **env)
+    args = ["submit", TINY, "--root", str(root), "--no-progress", "--force", *OVERRIDES]
+    # A trains one step at a time (rung_1, long), so B certainly has rungs of its own to start Ray for.
+    a = start_cli(*args, "--max-concurrent", "1", log=tmp_path / "a.log", RAY_TMPDIR=ray_tmp(), **env)
     procs.append(a)
 
     def rung1_training():
@@ -56,6 +57,7 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
     assert f":{a.pid}:" in a_owner
 
     b = start_cli(*args, log=tmp_path / "b.log", RAY_TMPDIR=ray_tmp(), **env)
+    b_id = f":{b.pid}:"
     procs.append(b)
     os.kill(a.pid, signal.SIGSTOP)  # A's driver (and its heartbeat thread) stops; its Ray tasks go on
     t0, paused_running = time.time(), 0
@@ -69,6 +71,13 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
     finally:
         os.kill(a.pid, signal.SIGCONT)
     assert paused_running * 0.25 > LEASE + 2, "rung_1 finished too soon to test the pause"
+
+    # B assessed the ladder while A was paused, then started its Ray (seconds, more under load) and
+    # claimed what it had decided to run. Once B holds rung_2, that pass is over: rung_1 is still A's.
+    wait_for(lambda: b_id in (read_status(step_dirs(root).get("rung_2", tmp_path)).get("owner") or ""), 300,
+             "B to claim rung_2")
+    assert len(leases(r1)) == 1 and read_status(r1).get("owner") == a_owner, \
+        f"B took over rung_1 from A after A resumed: {leases(r1)} {read_status(r1)}"
 
     # Kill A (driver and its local Ray) while rung_1 is still mid-run.
     assert read_status(r1).get("status") == "RUNNING", "rung_1 finished before A could be killed"
