@@ -189,52 +189,85 @@ def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[
 
 
 # ------------------------------------------------------------------------------------------
-# Curve shape: each rung's loss curve as a multiple of its own final loss, extrapolated in log C.
+# Curve shape: the final-loss law along the run, times a schedule factor measured on the rungs.
+#
+# The law L(N, D) gives the loss of a run *annealed* at D tokens. A WSD run in its stable phase
+# sits above that (the learning rate is still high) and drops onto it in the cooldown; how far
+# above, as a function of the fraction of the run, is the schedule's signature and the same for
+# every run of the recipe. So each rung's smoothed train loss divided by the law at its tokens so
+# far gives a factor c(f); the hero's curve is the law at the hero's tokens times the rungs' mean
+# c(f). The law carries how loss falls with N and D; the factor carries the schedule.
 
 
-def curve_ratios(points: pd.DataFrame, dep_dirs: dict[str, str], grid: np.ndarray) -> pd.DataFrame:
-    """For each rung, train loss at run fractions `grid` divided by its final train loss."""
-    rows = []
-    for _, run in points[points["kind"] == "final"].iterrows():
-        curve = rung_curve(dep_dirs[run["name"]])
-        if len(curve) < 8:
-            continue
-        frac = curve["step"].to_numpy(float) / float(curve["step"].max())
-        loss = _smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 50))
-        tail = loss[frac >= 0.98].mean()
-        ratio = np.interp(grid, frac, loss) / tail
-        rows.append(pd.DataFrame({"name": run["name"], "flops": run["flops"], "frac": grid, "ratio": ratio,
-                                  "final_train": tail, "final_eval": run["loss"]}))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-
-
-def _smooth(x: np.ndarray, window: int) -> np.ndarray:
-    if window <= 1:
+def smooth(x: np.ndarray, window: int) -> np.ndarray:
+    """Centred moving average with edge padding (per-batch train loss is noisy on tiny batches)."""
+    if window <= 1 or len(x) == 0:
         return x
     kernel = np.ones(window) / window
     padded = np.concatenate([np.full(window // 2, x[0]), x, np.full(window - 1 - window // 2, x[-1])])
     return np.convolve(padded, kernel, mode="valid")
 
 
-def extrapolate_ratios(ratios: pd.DataFrame, flops: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per fraction, a line in (log C, log ratio) through the rungs, evaluated at `flops`.
+def _law_at(result, n: float, tokens: np.ndarray, flops_per_token: float) -> np.ndarray:
+    if result.law == "chinchilla":
+        return result.model().predict(np.full_like(tokens, n, dtype=float), tokens)
+    return result.model().predict(tokens * flops_per_token)
 
-    Returns (grid, ratio, sigma) where sigma is the line's residual scatter at that fraction.
-    """
-    grid = np.sort(ratios["frac"].unique())
-    out, sig = [], []
-    for f in grid:
-        sub = ratios[ratios["frac"] == f]
-        x, y = np.log(sub["flops"].to_numpy(float)), np.log(sub["ratio"].to_numpy(float))
-        if len(sub) >= 3:
-            coef = np.polyfit(x, y, 1)
-            resid = y - np.polyval(coef, x)
-            out.append(np.polyval(coef, math.log(flops)))
-            sig.append(float(np.sqrt(np.sum(resid ** 2) / max(1, len(sub) - 2))))
-        else:
-            out.append(float(y.mean()))
-            sig.append(float(y.std()))
-    return grid, np.exp(np.array(out)), np.array(sig)
+
+def schedule_factors(points: pd.DataFrame, dep_dirs: dict[str, str], result, grid: np.ndarray,
+                     names: list[str] | None = None) -> pd.DataFrame:
+    """Per rung, smoothed train loss / law(N, tokens so far) at run fractions `grid`."""
+    rows = []
+    for _, run in points[points["kind"] == "final"].iterrows():
+        if names is not None and run["name"] not in names:
+            continue
+        curve = rung_curve(dep_dirs[run["name"]])
+        if len(curve) < 8:
+            continue
+        frac = curve["step"].to_numpy(float) / float(curve["step"].max())
+        loss = smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 25))
+        law = _law_at(result, run["params"], curve["tokens"].to_numpy(float), run["flops_per_token"])
+        factor = np.interp(grid, frac, loss / law)
+        rows.append(pd.DataFrame({"name": run["name"], "flops": run["flops"], "frac": grid, "factor": factor}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def mean_factor(factors: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grid, factor, sigma): the rungs' geometric-mean factor per fraction and its spread in log."""
+    grid = np.sort(factors["frac"].unique())
+    logf = np.log(factors.pivot(index="frac", columns="name", values="factor").loc[grid].to_numpy(float))
+    return grid, np.exp(logf.mean(axis=1)), logf.std(axis=1, ddof=1) if logf.shape[1] > 1 else np.zeros(len(grid))
+
+
+def law_curve(result, factors: pd.DataFrame, n: float, steps: np.ndarray, total_steps: int, batch_tokens: int,
+              flops_per_token: float) -> tuple[np.ndarray, np.ndarray]:
+    """(loss, sigma) of a run's train-loss curve at `steps` from the law and the schedule factor."""
+    grid, factor, sigma = mean_factor(factors)
+    frac = steps / total_steps
+    law = _law_at(result, n, steps.astype(float) * batch_tokens, flops_per_token)
+    return law * np.interp(frac, grid, factor), np.interp(frac, grid, sigma)
+
+
+def curve_backtest(points: pd.DataFrame, dep_dirs: dict[str, str], fit: FitSpec, backtest: dict) -> dict[str, Any]:
+    """The curve method on the backtest's split: predict the largest rung's curve without it."""
+    if not backtest.get("ok"):
+        return {"ok": False, "reason": "no backtest"}
+    target = points[(points["kind"] == "final") & (points["name"] == backtest["predict"])].iloc[0]
+    train = points[points["name"].isin(backtest["fit_on"])]
+    res = fit_final_law(train, fit)
+    others = [n for n in points["name"].unique() if n != target["name"]]
+    factors = schedule_factors(points, dep_dirs, res, np.linspace(0.005, 1.0, 200), names=others)
+    curve = rung_curve(dep_dirs[target["name"]])
+    steps = curve["step"].to_numpy()
+    total = int(steps.max())
+    pred, _ = law_curve(res, factors, target["params"], steps, total, int(curve["tokens"].iloc[-1] / total),
+                        target["flops_per_token"])
+    actual = smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 25))
+    second = steps >= total / 2
+    err = pred / actual - 1.0
+    return {"ok": True, "predict": target["name"], "fit_on": backtest["fit_on"], "factors_from": others,
+            "mean_abs_rel_error_second_half": float(np.mean(np.abs(err[second]))),
+            "mean_rel_error_second_half": float(np.mean(err[second]))}
 
 
 def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> dict[float, list[pd.DataFrame]]:
@@ -246,7 +279,7 @@ def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> 
         curve = rung_curve(dep_dirs[run["name"]])
         if len(curve) < 8:
             continue
-        curve = curve.assign(loss=_smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 40)))
+        curve = curve.assign(loss=smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 40)))
         curve = curve[curve["lr"] > 0]  # a schedule that anneals to exactly 0 has no log-lr at its last step
         out.setdefault(float(run["params"]), []).append(curve[["step", "lr", "loss"]])
     return out
@@ -326,13 +359,10 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
         law_curve["lower"] = law_curve["upper"] = central
     layout.write_csv_atomic(out / "law_curve.csv", law_curve)
 
-    grid = np.linspace(0.01, 1.0, 200)
-    ratios = curve_ratios(points, dep_dirs, grid)
-    if not ratios.empty:
-        layout.write_csv_atomic(out / layout.CURVES_CSV, ratios)
-    train_eval = ratios.groupby("name").first() if not ratios.empty else pd.DataFrame()
-    gap = float(np.mean(np.log(train_eval["final_train"] / train_eval["final_eval"]))) if not train_eval.empty else 0.0
-
+    factors = schedule_factors(points, dep_dirs, result, np.linspace(0.005, 1.0, 200))
+    if not factors.empty:
+        layout.write_csv_atomic(out / layout.CURVES_CSV, factors)
+    curve_bt = curve_backtest(points, dep_dirs, fit, backtest)
     curve_law = fit_curve_law(points, dep_dirs, fit.curve_law) if fit.curve_law != "none" else None
 
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
@@ -341,7 +371,8 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
                "fit_on": list(finals["name"]), "excluded": excluded}
     doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
            "bootstrap_params": samples,
-           "train_eval_log_gap": gap, "curve_method": "per-fraction ratio to final loss, linear in log C",
+           "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
+           "curve_backtest": curve_bt,
            "curve_law": curve_law}
     layout.write_json_atomic(out / layout.FIT, doc)
     return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
@@ -442,22 +473,26 @@ def predict_ladder(config: dict, fit_dir: str, out_dir: str) -> dict:
 
 
 def _hero_curve(hero: RungSpec, h: dict, fit_dir: str, doc: dict) -> pd.DataFrame | None:
-    curves_path = Path(fit_dir) / layout.CURVES_CSV
-    if not curves_path.exists():
+    """The hero's predicted train-loss curve and band (see schedule_factors)."""
+    from fits.result import FitResult
+
+    path = Path(fit_dir) / layout.CURVES_CSV
+    if not path.exists():
         return None
-    ratios = pd.read_csv(curves_path)
-    grid, ratio, sig = extrapolate_ratios(ratios, hero.flops)
+    factors = pd.read_csv(path)
+    result = FitResult.from_dict(doc["law"])
     sched = hero_schedule(hero)
-    frac = sched["step"].to_numpy(float) / hero.steps
-    r = np.interp(frac, grid, ratio)
-    s = np.interp(frac, grid, sig)
-    final_train = h["loss"] * math.exp(doc.get("train_eval_log_gap", 0.0))
-    loss = final_train * r
-    z = float(norm.ppf(0.5 + h.get("level", 0.9) / 2)) if "level" in h else 1.645
-    rel_lo, rel_hi = h["lower"] / h["loss"], h["upper"] / h["loss"]
-    lower = loss * rel_lo * np.exp(-z * s)
-    upper = loss * rel_hi * np.exp(z * s)
-    return pd.DataFrame({"step": sched["step"], "tokens": sched["tokens"], "flops": sched["tokens"] * hero.flops / hero.tokens,
+    steps = sched["step"].to_numpy()
+    fpt = hero.flops / hero.tokens
+    loss, sigma = law_curve(result, factors, hero.model.params_active, steps, hero.steps, hero.batch_tokens, fpt)
+    # Anchor on the interval's centre (the law's prediction for the final eval loss) so the curve and
+    # the final prediction agree; the band is the final interval's width plus the factor's spread.
+    z = float(norm.ppf(0.5 + h.get("level", 0.9) / 2)) if h.get("level") else 1.645
+    half_lo = math.log(h["loss"] / h["lower"]) if h["lower"] > 0 else 0.0
+    half_hi = math.log(h["upper"] / h["loss"])
+    lower = loss * np.exp(-np.sqrt(half_lo ** 2 + (z * sigma) ** 2))
+    upper = loss * np.exp(np.sqrt(half_hi ** 2 + (z * sigma) ** 2))
+    return pd.DataFrame({"step": steps, "tokens": sched["tokens"], "flops": sched["tokens"] * fpt,
                          "lr": sched["lr"], "loss": loss, "lower": lower, "upper": upper})
 
 

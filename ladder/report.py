@@ -17,15 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ladder import layout
-
-
-def _smooth(values: np.ndarray, window: int) -> np.ndarray:
-    """Trailing mean; a loss curve logged every few steps is noisy per batch."""
-    if window <= 1 or len(values) == 0:
-        return values
-    kernel = np.ones(window) / window
-    padded = np.concatenate([np.full(window - 1, values[0]), values])
-    return np.convolve(padded, kernel, mode="valid")
+from ladder.analysis import smooth as smooth_series
 
 
 def hero_comparison(pred_curve: pd.DataFrame, metrics: pd.DataFrame, smooth: int = 5) -> pd.DataFrame:
@@ -39,7 +31,7 @@ def hero_comparison(pred_curve: pd.DataFrame, metrics: pd.DataFrame, smooth: int
         "step": m["step"].to_numpy(int),
         "tokens": m["tokens"].to_numpy(float) if "tokens" in m else np.nan,
         "actual_raw": m["loss"].to_numpy(float),
-        "actual": _smooth(m["loss"].to_numpy(float), smooth),
+        "actual": smooth_series(m["loss"].to_numpy(float), smooth),
         "predicted": np.interp(steps, pc["step"], pc["loss"]),
         "lower": np.interp(steps, pc["step"], pc["lower"]),
         "upper": np.interp(steps, pc["step"], pc["upper"]),
