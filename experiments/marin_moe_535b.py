@@ -69,5 +69,6 @@ LADDER = LadderSpec(
     fit=FitSpec(law="compute", curve_law="multipower", bootstrap=1000),
     gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.05),
     wandb=WandbSpec(entity="marin-community", project="marin_moe"),
+    train_hero=False,  # predicted here, trained on a pod: import its result with `ladder import-results`
     description="Marin 535B-A23B MoE scaling ladder (public figures)",
 )

@@ -258,6 +258,8 @@ def curve_backtest(points: pd.DataFrame, dep_dirs: dict[str, str], fit: FitSpec,
     others = [n for n in points["name"].unique() if n != target["name"]]
     factors = schedule_factors(points, dep_dirs, res, np.linspace(0.005, 1.0, 200), names=others)
     curve = rung_curve(dep_dirs[target["name"]])
+    if factors.empty or len(curve) < 8:
+        return {"ok": False, "reason": "the rungs have no loss curves (imported results?)"}
     steps = curve["step"].to_numpy()
     total = int(steps.max())
     pred, _ = law_curve(res, factors, target["params"], steps, total, int(curve["tokens"].iloc[-1] / total),

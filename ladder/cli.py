@@ -294,6 +294,47 @@ def report(spec_path, root, as_json, overrides):
     return 0
 
 
+@main.command("import-results")
+@spec_argument
+@click.argument("results_csv", metavar="RESULTS.csv", type=click.Path(dir_okay=False))
+@root_option
+@set_option
+def import_results(spec_path, results_csv, root, overrides):
+    """Record rung (or hero) results trained elsewhere, so fit, predict, gate and report run without training.
+
+    RESULTS.csv has columns `name` (a rung or the hero) and `loss` (final eval loss); optional `tokens`,
+    `params` (active) and `flops`. Then `ladder submit SPEC` fits and predicts from them.
+    """
+    import math
+
+    import pandas as pd
+
+    from ladder import stages
+
+    spec = _spec(spec_path, overrides, root)
+    if "://" in spec.root:
+        raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
+    try:
+        frame = pd.read_csv(results_csv)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise UserError(f"{results_csv}: cannot read a CSV ({type(exc).__name__}); give a CSV with columns name, loss") from exc
+    for col in ("name", "loss"):
+        if col not in frame.columns:
+            raise UserError(f"{results_csv}: missing column '{col}'; give columns name, loss (optional tokens, params, flops)")
+    names = {r.name for r in spec.all_runs()}
+    for i, row in frame.iterrows():
+        if row["name"] not in names:
+            raise UserError(f"{results_csv}: row {i + 1}: name {row['name']!r} is not a run of {spec.name} ({', '.join(sorted(names))})")
+        for col in ("loss", "tokens", "params", "flops"):
+            if col in frame.columns and not pd.isna(row[col]) and not (isinstance(row[col], int | float) and math.isfinite(row[col]) and row[col] > 0):
+                raise UserError(f"{results_csv}: row {i + 1}: {col} must be a positive number, got {row[col]!r}")
+        if pd.isna(row["loss"]):
+            raise UserError(f"{results_csv}: row {i + 1}: loss is empty")
+    path = stages.write_imported(spec, frame)
+    click.echo(f"recorded {len(frame)} results for {spec.name} in {path}; now run: ladder submit {spec_path}")
+    return 0
+
+
 def _register_optional() -> None:
     """Commands that live beside their subsystem (fits, publish) register themselves here."""
     import importlib

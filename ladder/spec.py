@@ -312,6 +312,7 @@ class LadderSpec:
     root: str = "runs"
     seed: int = 0
     hero_forecast_every: int = 0  # hero steps between forecast snapshots; 0: about 8 per run
+    train_hero: bool = True  # False: predict the hero but never train it here (e.g. a 535B hero)
     description: str = ""
 
     def all_runs(self) -> tuple[RungSpec, ...]:

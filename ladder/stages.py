@@ -25,6 +25,8 @@ FIT_FN = "ladder.stages:fit_step"
 PREDICT_FN = "ladder.stages:predict_step"
 GATE_FN = "ladder.stages:gate_step"
 REPORT_FN = "ladder.stages:report_step"
+IMPORT_FN = "ladder.stages:import_step"
+IMPORTED = "imported_results.csv"
 
 
 def _resources(run: RungSpec) -> dict[str, Any]:
@@ -48,7 +50,11 @@ def build_steps(spec: LadderSpec) -> list:
 
     steps = []
     rung_names = [r.name for r in spec.rungs]
+    imported = imported_results(spec)
     for rung in spec.rungs:
+        if rung.name in imported:
+            steps.append(_import_step(spec, rung, imported[rung.name]))
+            continue
         steps.append(Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
                           flops=rung.flops, description=rung.description))
     rung_deps = tuple(Dep(n, kind="data", required=False) for n in rung_names)
@@ -59,19 +65,61 @@ def build_steps(spec: LadderSpec) -> list:
                       config={"fit": to_dict(spec.fit), "hero": hero, "targets": to_dict(spec.targets)}))
     steps.append(Step(name="gate", fn=GATE_FN, deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
                       config={"gate": to_dict(spec.gate), "rungs": rung_names}))
-    if spec.hero is not None:
+    hero_step = spec.hero is not None and (spec.train_hero or spec.hero.name in imported)
+    if spec.hero is not None and spec.hero.name in imported:
+        steps.append(_import_step(spec, spec.hero, imported[spec.hero.name], deps=(Dep("gate", kind="order"),)))
+    elif hero_step:
         hero_cfg = _train_config(spec, spec.hero, "hero")
         hero_cfg["forecast_every"] = spec.hero_forecast_every
         steps.append(Step(name=spec.hero.name, fn=TRAIN_FN, config=hero_cfg,
                           deps=(Dep("gate", kind="order"), Dep("predict", kind="order"), Dep("fit", kind="order")),
                           resources=_resources(spec.hero), flops=spec.hero.flops, description=spec.hero.description))
     report_deps = (Dep("fit", required=False), Dep("predict", required=False), Dep("gate", required=False)) + rung_deps
-    if spec.hero is not None:
+    if hero_step:
         report_deps += (Dep(spec.hero.name, kind="data", required=False),)
     steps.append(Step(name="report", fn=REPORT_FN, deps=report_deps,
                       config={"ladder": spec.name, "hero": spec.hero.name if spec.hero else None, "rungs": rung_names,
                               "level": spec.fit.level}))
     return steps
+
+
+def imported_results(spec: LadderSpec) -> dict[str, dict]:
+    """Recorded results (`ladder import-results`) that stand in for training, by run name."""
+    path = Path(spec.root) / spec.name / IMPORTED
+    if "://" in spec.root or not path.exists():
+        return {}
+    import pandas as pd
+
+    return {row["name"]: row for row in pd.read_csv(path).to_dict("records")}
+
+
+def _import_step(spec: LadderSpec, run: RungSpec, row: dict, deps=()):
+    from ladder.executor import Step
+
+    record = {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+    return Step(name=run.name, fn=IMPORT_FN, deps=deps, config={"rung": to_dict(run), "imported": record},
+                description=f"imported result for {run.name}")
+
+
+def import_step(config: dict, ctx) -> dict:
+    """A run trained elsewhere: its recorded final loss in the shape of a training result."""
+    rung = rung_from_dict(config["rung"])
+    row = config["imported"]
+    tokens = float(row.get("tokens") or rung.tokens)
+    params = float(row.get("params") or rung.model.params_active)
+    fpt = rung.flops / rung.tokens
+    result = {"name": rung.name, "status": "SUCCESS", "imported": True, "final_eval_loss": float(row["loss"]),
+              "final_train_loss": row.get("train_loss"), "params_active": params, "params_total": rung.model.params_total,
+              "params_non_embedding": rung.model.params_non_embedding, "tokens": tokens,
+              "flops": float(row.get("flops") or tokens * fpt), "steps": rung.steps, "branches": []}
+    layout.write_json_atomic(Path(ctx.out_dir) / layout.RESULT, result)
+    return result
+
+
+def write_imported(spec: LadderSpec, frame) -> Path:
+    path = Path(spec.root) / spec.name / IMPORTED
+    layout.write_csv_atomic(path, frame)
+    return path
 
 
 def _executor(spec: LadderSpec, **kwargs):
