@@ -43,7 +43,7 @@ from ladder.train.metrics import (
 from ladder.train.model import Functional, build, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
 
-DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "4"))
+DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
 
 
 class Diverged(RuntimeError):
@@ -193,7 +193,7 @@ def train(
     ``max_steps`` stops early at that absolute step (the schedule is still the full run's; the result
     has ``complete: false`` and a later call continues). ``raise_on_divergence`` raises
     :class:`Diverged` after writing the FAILED result instead of returning it.
-    ``steps_per_call`` (default 4, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
+    ``steps_per_call`` (default 8, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
     """
     t_start = time.perf_counter()
     if isinstance(rung, Mapping):

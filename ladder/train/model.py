@@ -1,8 +1,9 @@
 """Decoder-only transformer (Flax NNX): RMSNorm, RoPE, SwiGLU, causal attention, optional QK-norm,
 tied or untied embeddings, dense or MoE MLPs, cross-entropy with an optional z-loss.
 
-Attention is written by hand (einsum + a precomputed causal mask): on CPU it beat
-``jax.nn.dot_product_attention`` by a wide margin for these small heads.
+Attention is written by hand (einsum + a precomputed causal mask, block-causal): on CPU it beat
+``jax.nn.dot_product_attention`` by a wide margin for these small heads. Embedding lookup and the
+target logit use one-hot matmuls: their gradients are matmuls instead of CPU scatter-adds.
 
 The trainer works on *flat* parameter dicts (``"layers.0.attn.wqkv" -> array``) so optax masks,
 LR groups and orbax checkpoints see plain names; :class:`Functional` converts between the flat dicts
@@ -22,6 +23,8 @@ from flax import nnx
 
 from ladder.spec import ModelSpec
 from ladder.train.moe import MoE, RouterBias
+
+ONEHOT_EMBED = True
 
 
 class RMSNorm(nnx.Module):
@@ -48,13 +51,29 @@ def apply_rope(x, cos, sin):
     return jnp.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
 
 
-def causal_attention(q, k, v):
-    """q, k, v (B, T, H, Dh) -> (B, T, H, Dh); einsum with an additive causal mask."""
-    t, dh = q.shape[1], q.shape[-1]
-    mask = np.triu(np.full((t, t), -1e30, dtype=np.float32), k=1)
-    scores = jnp.einsum("bqhd,bkhd->bhqk", q * (1.0 / math.sqrt(dh)), k) + mask
-    probs = jax.nn.softmax(scores, axis=-1)
-    return jnp.einsum("bhqk,bkhd->bqhd", probs, v)
+ATTN_BLOCK = 64  # query/key block for the block-causal attention
+
+
+def causal_attention(q, k, v, block: int | None = None):
+    """q, k, v (B, T, H, Dh) -> (B, T, H, Dh): einsum attention with a precomputed causal mask.
+
+    Block-causal: the queries are cut into blocks of ``block`` and block i attends only to keys
+    0..(i+1)*block, so the fully masked upper blocks are never computed (about half the score
+    FLOPs and memory traffic at T = 256; measured 10-25% faster steps at d64-d128 on CPU).
+    """
+    b, t, h, dh = q.shape
+    block = ATTN_BLOCK if block is None else block
+    nb = t // block if (block and t % block == 0 and t >= 2 * block) else 1
+    c = t // nb
+    q = q * (1.0 / math.sqrt(dh))
+    tri = np.triu(np.full((c, c), -1e30, dtype=np.float32), k=1)
+    outs = []
+    for i in range(nb):
+        mask = np.concatenate([np.zeros((c, i * c), np.float32), tri], axis=1)
+        kv = slice(0, (i + 1) * c)
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q[:, i * c : (i + 1) * c], k[:, kv]) + mask
+        outs.append(jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v[:, kv]))
+    return outs[0] if nb == 1 else jnp.concatenate(outs, axis=1)
 
 
 class Attention(nnx.Module):
@@ -125,7 +144,11 @@ class Transformer(nnx.Module):
         """tokens (B, T) int -> (logits (B, T, V), per-layer MoE stats list or [])."""
         t = tokens.shape[1]
         cos, sin = rope_tables(t, self.spec.head_dim)
-        x = self.embed[...][tokens]
+        if ONEHOT_EMBED:
+            # one-hot matmul: its backward is a matmul too, far cheaper on CPU than a scatter-add
+            x = jax.nn.one_hot(tokens, self.spec.vocab, dtype=jnp.float32) @ self.embed[...]
+        else:
+            x = self.embed[...][tokens]
         stats = []
         for layer in self.layers:
             x, s = layer(x, cos, sin)
@@ -196,7 +219,10 @@ def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size:
 def cross_entropy(logits, targets, weights=None):
     """Mean token cross-entropy (nats) and mean squared log-partition (for the z-loss)."""
     lse = jax.nn.logsumexp(logits, axis=-1)
-    true = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    if ONEHOT_EMBED:
+        true = jnp.sum(logits * jax.nn.one_hot(targets, logits.shape[-1], dtype=logits.dtype), axis=-1)
+    else:
+        true = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
     nll = lse - true
     if weights is None:
         return jnp.mean(nll), jnp.mean(jnp.square(lse))

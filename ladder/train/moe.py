@@ -61,29 +61,67 @@ def route(x: jax.Array, w_router: jax.Array, bias: jax.Array, top_k: int, use_bi
     return probs, idx, gates, scores
 
 
+@jax.custom_vjp
+def _take_rows(x, idx, back_idx):
+    """``x[idx]`` for a row gather whose backward is *also* a gather (no scatter-add on CPU).
+
+    ``idx`` (M,) reads rows of x (N, d); ``back_idx`` (N, j) lists, for each row of x, the j output
+    positions that read it (M for none), so d x[n] = sum_j g[back_idx[n, j]]. Index M / N point to an
+    appended zero row.
+    """
+    return x[idx]
+
+
+def _take_rows_fwd(x, idx, back_idx):
+    return x[idx], (idx, back_idx, x.shape[0])
+
+
+def _take_rows_bwd(res, g):
+    idx, back_idx, n = res
+    gpad = jnp.concatenate([g, jnp.zeros((1, g.shape[-1]), g.dtype)], axis=0)
+    dx = jnp.sum(gpad[back_idx], axis=1) if back_idx.ndim == 2 else gpad[back_idx]
+    return dx, None, None
+
+
+_take_rows.defvjp(_take_rows_fwd, _take_rows_bwd)
+
+
 def dispatch_capacity(x, idx, gates, w13, w2, n_experts: int, cap: int):
-    """Per-group capacity dispatch. x (G, S, d), idx/gates (G, S, k). Returns (y, kept fraction)."""
+    """Per-group capacity dispatch. x (G, S, d), idx/gates (G, S, k). Returns (y, kept fraction).
+
+    Slots are assigned with a cumulative count; tokens move to and from the (E, C) expert buffers
+    by gathers in both directions (forward and backward), which is what makes it fast on CPU.
+    """
     g, s, d = x.shape
     k = idx.shape[-1]
     # Choices claim slots in token order (a token's k choices together), so a later token can never
     # displace an earlier one: dispatch stays causal.
     e_flat = idx.reshape(g, s * k)  # (G, Sk)
-    onehot = jax.nn.one_hot(e_flat, n_experts, dtype=jnp.int32)  # (G, kS, E)
-    pos = jnp.sum((jnp.cumsum(onehot, axis=1) - 1) * onehot, axis=-1)  # (G, kS)
+    onehot = jax.nn.one_hot(e_flat, n_experts, dtype=jnp.int32)  # (G, Sk, E)
+    pos = jnp.sum((jnp.cumsum(onehot, axis=1) - 1) * onehot, axis=-1)  # (G, Sk)
     keep = pos < cap
-    dummy = n_experts * cap
-    slot = jnp.where(keep, e_flat * cap + pos, dummy)
-    token = jnp.repeat(jnp.arange(s, dtype=jnp.int32), k)  # token of each choice
+    n_slots = n_experts * cap
+    slot = jnp.where(keep, e_flat * cap + pos, n_slots)  # (G, Sk); n_slots = dropped
+    choice = jnp.arange(s * k, dtype=jnp.int32)
 
-    def one_group(xg, slot_g):
-        src = jnp.full((dummy + 1,), s, dtype=jnp.int32).at[slot_g].set(token)[:dummy]
+    def gather_in(xg, slot_g):
+        # which choice fills each slot (s*k: empty) and which token that is (s: empty)
+        src_choice = jnp.full((n_slots + 1,), s * k, dtype=jnp.int32).at[slot_g].set(choice)[:n_slots]
+        src_token = jnp.where(src_choice < s * k, src_choice // k, s)
         xpad = jnp.concatenate([xg, jnp.zeros((1, d), xg.dtype)], axis=0)
-        return xpad[src]  # (E*C, d)
+        slot_pad = jnp.concatenate([slot_g.reshape(s, k), jnp.full((1, k), n_slots, jnp.int32)], axis=0)
+        back = jnp.concatenate([src_choice, jnp.full((1,), s * k, jnp.int32)])
+        return _take_rows(xpad, src_token, slot_pad), back
 
-    xe = jax.vmap(one_group)(x, slot).reshape(g, n_experts, cap, d)
-    ye = _swiglu_experts(xe, w13, w2).reshape(g, n_experts * cap, d)
+    xe, back = jax.vmap(gather_in)(x, slot)  # (G, E*C, d)
+    # one matmul per expert over all groups' slots: (E, G*C, d)
+    xe = jnp.swapaxes(xe.reshape(g, n_experts, cap, d), 0, 1).reshape(n_experts, g * cap, d)
+    h = jnp.einsum("end,edf->enf", xe, w13)
+    a, b = jnp.split(h, 2, axis=-1)
+    ye = jnp.einsum("enf,efd->end", jax.nn.silu(a) * b, w2)
+    ye = jnp.swapaxes(ye.reshape(n_experts, g, cap, d), 0, 1).reshape(g, n_slots, d)
     ye = jnp.concatenate([ye, jnp.zeros((g, 1, d), ye.dtype)], axis=1)
-    y_choice = jax.vmap(lambda yg, sg: yg[sg])(ye, slot)  # (G, kS, d)
+    y_choice = jax.vmap(_take_rows)(ye, slot, back)  # (G, Sk, d)
     w = (gates.reshape(g, s * k) * keep)[..., None]
     y = jnp.sum((y_choice * w).reshape(g, s, k, d), axis=2)
     return y, jnp.mean(keep.astype(jnp.float32))

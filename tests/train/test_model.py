@@ -67,3 +67,18 @@ def test_z_loss_and_tied_head(dense_spec):
     assert float(ce) == pytest.approx(float(ce0), rel=1e-6)
     assert float(total) > float(ce)
     assert "head" not in base.params and "head" in build(dataclasses.replace(dense_spec, tie_embeddings=False), 0).params
+
+
+def test_block_causal_attention_equals_full_mask():
+    from ladder.train.model import causal_attention
+
+    rng = np.random.default_rng(0)
+    q, k, v = (jnp.asarray(rng.normal(size=(2, 128, 2, 8)), jnp.float32) for _ in range(3))
+    full = causal_attention(q, k, v, block=0)
+    for block in (32, 64):
+        np.testing.assert_allclose(np.asarray(causal_attention(q, k, v, block=block)), np.asarray(full),
+                                   rtol=1e-5, atol=1e-6)
+    # and it stays causal: changing later keys/values leaves earlier outputs alone
+    k2, v2 = k.at[:, 70:].add(1.0), v.at[:, 70:].add(1.0)
+    np.testing.assert_array_equal(np.asarray(causal_attention(q, k2, v2, block=32)[:, :70]),
+                                  np.asarray(causal_attention(q, k, v, block=32)[:, :70]))
