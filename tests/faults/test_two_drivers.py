@@ -1,12 +1,14 @@
 """Two `ladder submit` of one ladder at once, through the real CLI with real training, then the first
 driver SIGKILLed mid-rung and the ladder finished by the second and submitted a third time.
 
-Checked: while driver A is paused (SIGSTOP: the extreme of a starved heartbeat thread on a loaded
-machine) for well over the lease timeout, B never takes over A's training rung; after A is SIGKILLed
-(with its local Ray), B takes the interrupted rung over once its lease is stale and the rung resumes
-from its newest checkpoint; no step that had succeeded runs again (run ids compared), every step ends
-SUCCESS having run exactly once (one lease per step, except the one A's death handed over), and a
-third submit runs nothing.
+Checked: with both drivers up (B running rungs of its own and waiting on A's rung_1), A's driver is
+paused (SIGSTOP: the extreme of a starved heartbeat thread on a loaded machine) for 2.5 lease
+timeouts: B never takes rung_1 over, because the task training it still heartbeats (before the fix,
+B took it over after one lease timeout and trained it a second time). Then A is SIGKILLed with its
+local Ray: B takes the interrupted rung over once its lease is stale (step.json reason "lease
+expired") and it resumes from its newest checkpoint; no step that had succeeded runs again (run ids
+compared); every step ends SUCCESS having been claimed once (rung_1 twice: A, then B after A died);
+and a third submit runs nothing.
 """
 
 from __future__ import annotations
@@ -58,7 +60,12 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
 
     b = start_cli(*args, log=tmp_path / "b.log", RAY_TMPDIR=ray_tmp(), **env)
     b_id = f":{b.pid}:"
-    procs.append(b)
+    # B starts its own Ray for the rungs A leaves to it (A runs one step at a time) and claims them;
+    # from then on B polls rung_1, waiting for A's result.
+    wait_for(lambda: b_id in (read_status(step_dirs(root).get("rung_2", tmp_path)).get("owner") or ""), 300,
+             "B to claim rung_2")
+    assert len(leases(r1)) == 1 and read_status(r1).get("owner") == a_owner
+
     os.kill(a.pid, signal.SIGSTOP)  # A's driver (and its heartbeat thread) stops; its Ray tasks go on
     t0, paused_running = time.time(), 0
     try:
@@ -71,13 +78,6 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
     finally:
         os.kill(a.pid, signal.SIGCONT)
     assert paused_running * 0.25 > LEASE + 2, "rung_1 finished too soon to test the pause"
-
-    # B assessed the ladder while A was paused, then started its Ray (seconds, more under load) and
-    # claimed what it had decided to run. Once B holds rung_2, that pass is over: rung_1 is still A's.
-    wait_for(lambda: b_id in (read_status(step_dirs(root).get("rung_2", tmp_path)).get("owner") or ""), 300,
-             "B to claim rung_2")
-    assert len(leases(r1)) == 1 and read_status(r1).get("owner") == a_owner, \
-        f"B took over rung_1 from A after A resumed: {leases(r1)} {read_status(r1)}"
 
     # Kill A (driver and its local Ray) while rung_1 is still mid-run.
     assert read_status(r1).get("status") == "RUNNING", "rung_1 finished before A could be killed"
