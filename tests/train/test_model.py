@@ -73,12 +73,12 @@ def test_block_causal_attention_equals_full_mask():
     from ladder.train.model import causal_attention
 
     rng = np.random.default_rng(0)
-    q, k, v = (jnp.asarray(rng.normal(size=(2, 128, 2, 8)), jnp.float32) for _ in range(3))
+    q, k, v = (jnp.asarray(rng.normal(size=(2, 2, 128, 8)), jnp.float32) for _ in range(3))
     full = causal_attention(q, k, v, block=0)
     for block in (32, 64):
         np.testing.assert_allclose(np.asarray(causal_attention(q, k, v, block=block)), np.asarray(full),
                                    rtol=1e-5, atol=1e-6)
     # and it stays causal: changing later keys/values leaves earlier outputs alone
-    k2, v2 = k.at[:, 70:].add(1.0), v.at[:, 70:].add(1.0)
-    np.testing.assert_array_equal(np.asarray(causal_attention(q, k2, v2, block=32)[:, :70]),
-                                  np.asarray(causal_attention(q, k, v, block=32)[:, :70]))
+    k2, v2 = k.at[:, :, 70:].add(1.0), v.at[:, :, 70:].add(1.0)
+    np.testing.assert_array_equal(np.asarray(causal_attention(q, k2, v2, block=32)[:, :, :70]),
+                                  np.asarray(causal_attention(q, k, v, block=32)[:, :, :70]))
