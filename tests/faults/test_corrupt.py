@@ -44,7 +44,9 @@ def test_submit_reruns_only_the_step_with_a_corrupt_status(tmp_path, ray_local):
     log = str(tmp_path / "log")
     steps = [Step("a", fault_steps.sleeper, {"sleep": 0.1}), Step("b", fault_steps.sleeper, {"sleep": 0.1}),
              Step("c", fault_steps.sleeper, {"sleep": 0.1}, deps=("a",))]
-    ex = Executor(root, "lad")
+    # With .status unreadable, the newest lease's age is all that says whether an owner may still be
+    # running it: the step waits until that lease is stale (here 2 s, 60 s by default), then reruns.
+    ex = Executor(root, "lad", lease_timeout=2.0, heartbeat=0.5)
     assert ex.run(steps, runtime={"log": log}).ok
     nodes = ex.graph(steps)
     before = {n: json.load(open(os.path.join(nodes[n].dir, ".status")))["run_id"] for n in nodes}
