@@ -25,64 +25,66 @@ SIZES = ((64, 2), (128, 4), (256, 4))
 TORCH_SCRIPT = r"""
 import json, sys, time, math
 import torch, torch.nn as nn, torch.nn.functional as F
-cfg = json.loads(sys.argv[1])
-torch.manual_seed(0)
-torch.set_num_threads(cfg["threads"])
-d, L, H, f, V, T, B = cfg["d"], cfg["L"], cfg["H"], cfg["f"], 256, cfg["T"], cfg["B"]
-hd = d // H
+def run(cfg):
+  torch.manual_seed(0)
+  torch.set_num_threads(cfg["threads"])
+  d, L, H, f, V, T, B = cfg["d"], cfg["L"], cfg["H"], cfg["f"], 256, cfg["T"], cfg["B"]
+  hd = d // H
 
-class Block(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.n1, s.n2 = nn.RMSNorm(d), nn.RMSNorm(d)
-        s.qkv, s.o = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
-        s.w13, s.w2 = nn.Linear(d, 2 * f, bias=False), nn.Linear(f, d, bias=False)
-    def forward(s, x, cos, sin):
-        b, t, _ = x.shape
-        q, k, v = s.qkv(s.n1(x)).view(b, t, 3, H, hd).unbind(2)
-        def rope(z):
-            z1, z2 = z.chunk(2, -1)
-            return torch.cat([z1 * cos - z2 * sin, z2 * cos + z1 * sin], -1)
-        q, k = rope(q).transpose(1, 2), rope(k).transpose(1, 2)
-        a = F.scaled_dot_product_attention(q, k, v.transpose(1, 2), is_causal=True)
-        x = x + s.o(a.transpose(1, 2).reshape(b, t, d))
-        g, u = s.w13(s.n2(x)).chunk(2, -1)
-        return x + s.w2(F.silu(g) * u)
+  class Block(nn.Module):
+      def __init__(s):
+          super().__init__()
+          s.n1, s.n2 = nn.RMSNorm(d), nn.RMSNorm(d)
+          s.qkv, s.o = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+          s.w13, s.w2 = nn.Linear(d, 2 * f, bias=False), nn.Linear(f, d, bias=False)
+      def forward(s, x, cos, sin):
+          b, t, _ = x.shape
+          q, k, v = s.qkv(s.n1(x)).view(b, t, 3, H, hd).unbind(2)
+          def rope(z):
+              z1, z2 = z.chunk(2, -1)
+              return torch.cat([z1 * cos - z2 * sin, z2 * cos + z1 * sin], -1)
+          q, k = rope(q).transpose(1, 2), rope(k).transpose(1, 2)
+          a = F.scaled_dot_product_attention(q, k, v.transpose(1, 2), is_causal=True)
+          x = x + s.o(a.transpose(1, 2).reshape(b, t, d))
+          g, u = s.w13(s.n2(x)).chunk(2, -1)
+          return x + s.w2(F.silu(g) * u)
 
-class GPT(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.emb = nn.Embedding(V, d)
-        nn.init.normal_(s.emb.weight, std=0.02)
-        s.blocks = nn.ModuleList([Block() for _ in range(L)])
-        s.norm = nn.RMSNorm(d)
-        inv = 1.0 / (10000 ** (torch.arange(hd // 2) / (hd // 2)))
-        ang = torch.arange(T)[:, None] * inv[None]
-        s.register_buffer("cos", ang.cos()[None, :, None, :])
-        s.register_buffer("sin", ang.sin()[None, :, None, :])
-    def forward(s, idx):
-        x = s.emb(idx)
-        for blk in s.blocks:
-            x = blk(x, s.cos, s.sin)
-        return s.norm(x) @ s.emb.weight.T
+  class GPT(nn.Module):
+      def __init__(s):
+          super().__init__()
+          s.emb = nn.Embedding(V, d)
+          nn.init.normal_(s.emb.weight, std=0.02)
+          s.blocks = nn.ModuleList([Block() for _ in range(L)])
+          s.norm = nn.RMSNorm(d)
+          inv = 1.0 / (10000 ** (torch.arange(hd // 2) / (hd // 2)))
+          ang = torch.arange(T)[:, None] * inv[None]
+          s.register_buffer("cos", ang.cos()[None, :, None, :])
+          s.register_buffer("sin", ang.sin()[None, :, None, :])
+      def forward(s, idx):
+          x = s.emb(idx)
+          for blk in s.blocks:
+              x = blk(x, s.cos, s.sin)
+          return s.norm(x) @ s.emb.weight.T
 
-model = GPT()
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
-data = torch.randint(0, V, (B, T + 1))
-def step():
-    logits = model(data[:, :-1])
-    loss = F.cross_entropy(logits.reshape(-1, V), data[:, 1:].reshape(-1))
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-for _ in range(3):
-    step()
-times = []
-deadline = time.perf_counter() + cfg["seconds"]
-while len(times) < cfg["reps"] or (time.perf_counter() < deadline and len(times) < 4 * cfg["reps"]):
-    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
-print(json.dumps({"best": min(times), "median": sorted(times)[len(times) // 2], "n": len(times)}))
+  model = GPT()
+  opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+  data = torch.randint(0, V, (B, T + 1))
+  def step():
+      logits = model(data[:, :-1])
+      loss = F.cross_entropy(logits.reshape(-1, V), data[:, 1:].reshape(-1))
+      opt.zero_grad(set_to_none=True)
+      loss.backward()
+      torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+      opt.step()
+  for _ in range(3):
+      step()
+  times = []
+  deadline = time.perf_counter() + cfg["seconds"]
+  while len(times) < cfg["reps"] or (time.perf_counter() < deadline and len(times) < 4 * cfg["reps"]):
+      t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+  return {"best": min(times), "median": sorted(times)[len(times) // 2], "n": len(times)}
+
+print(json.dumps([run(c) for c in json.loads(sys.argv[1])]))
 """
 
 
@@ -97,49 +99,51 @@ def _torch_python() -> str | None:
     return exe
 
 
-def _torch_step(exe: str, d: int, n_layers: int, f: int, seconds: float) -> dict | None:
-    cfg = {"d": d, "L": n_layers, "H": 4, "f": f, "T": SEQ, "B": BATCH, "threads": os.cpu_count() or 1,
-           "reps": 8, "seconds": seconds}
+def _torch_round(exe: str, configs: list[dict], seconds: float) -> list[dict] | None:
+    cfgs = [{**c, "H": 4, "T": SEQ, "B": BATCH, "threads": os.cpu_count() or 1, "reps": 3, "seconds": seconds}
+            for c in configs]
     try:
-        out = subprocess.run([exe, "-c", TORCH_SCRIPT, json.dumps(cfg)], capture_output=True, text=True,
-                             timeout=600, check=True)
+        out = subprocess.run([exe, "-c", TORCH_SCRIPT, json.dumps(cfgs)], capture_output=True, text=True,
+                             timeout=900, check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
         print(f"torch baseline failed: {exc}", file=sys.stderr)
         return None
 
 
-def _jax_step(spec, steps_per_call: int, seconds: float) -> dict:
-    """Seconds per optimizer step through the trainer's jitted multi-step function."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
+class _JaxStep:
+    """The trainer's own jitted multi-step function on a fixed batch; ``time()`` = seconds per step."""
 
-    from ladder.spec import RungSpec
-    from ladder.train import optim as optim_lib
-    from ladder.train.loop import make_train_chunk
-    from ladder.train.model import build
+    def __init__(self, spec, steps_per_call: int):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
 
-    rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 100, batch_size=BATCH, seq_len=SEQ, seed=0)
-    fm = build(spec, 0)
-    opt = optim_lib.make_optimizer(rung.optim, fm.params)
-    fn = make_train_chunk(fm, opt, optim_lib.lr_multipliers(fm.param_names, rung.optim))
-    k = steps_per_call
-    batches = jnp.asarray(np.random.default_rng(0).integers(0, 256, (k, BATCH, SEQ + 1)), jnp.int32)
-    lrs = jnp.full((k,), 1e-3, jnp.float32)
-    state = (fm.params, fm.bias, opt.init(fm.params))
-    out = fn(*state, batches, lrs)
-    jax.block_until_ready(out)
-    state = out[:3]
-    times = []
-    deadline = time.perf_counter() + seconds
-    while len(times) < 4 or (time.perf_counter() < deadline and len(times) < 40):
-        t = time.perf_counter()
-        out = fn(*state, batches, lrs)
-        jax.block_until_ready(out)
-        times.append((time.perf_counter() - t) / k)
-        state = out[:3]
-    return {"best": min(times), "median": statistics.median(times), "n": len(times)}
+        from ladder.spec import RungSpec
+        from ladder.train import optim as optim_lib
+        from ladder.train.loop import make_train_chunk
+        from ladder.train.model import build
+
+        rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 100, batch_size=BATCH, seq_len=SEQ, seed=0)
+        fm = build(spec, 0)
+        opt = optim_lib.make_optimizer(rung.optim, fm.params)
+        self.fn = make_train_chunk(fm, opt, optim_lib.lr_multipliers(fm.param_names, rung.optim))
+        self.k = steps_per_call
+        self.batches = jnp.asarray(np.random.default_rng(0).integers(0, 256, (self.k, BATCH, SEQ + 1)), jnp.int32)
+        self.lrs = jnp.full((self.k,), 1e-3, jnp.float32)
+        self.state = (fm.params, fm.bias, opt.init(fm.params))
+        self._jax = jax
+        self.time(1)  # compile
+
+    def time(self, calls: int) -> list[float]:
+        out = []
+        for _ in range(calls):
+            t = time.perf_counter()
+            res = self.fn(*self.state, self.batches, self.lrs)
+            self._jax.block_until_ready(res)
+            out.append((time.perf_counter() - t) / self.k)
+            self.state = res[:3]
+        return out
 
 
 def _end_to_end(spec) -> float:
@@ -149,8 +153,8 @@ def _end_to_end(spec) -> float:
     from ladder.spec import DataSpec, RungSpec
     from ladder.train import train
 
-    rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 40, batch_size=BATCH, seq_len=SEQ, seed=0,
-                    log_every=10, eval_every=20, checkpoint_every=20)
+    rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 48, batch_size=BATCH, seq_len=SEQ, seed=0,
+                    log_every=8, eval_every=24, checkpoint_every=24)
     with tempfile.TemporaryDirectory() as tmp:
         res = train(rung, DataSpec(eval_tokens=4096), tmp)
     return float(res["tokens_per_s"] or 0.0)
@@ -160,54 +164,78 @@ def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from ladder.spec import ModelSpec
     from ladder.train.loop import DEFAULT_STEPS_PER_CALL
-    from ladder.train.metrics import measured_peak_flops
 
-    seconds = float(os.environ.get("LADDER_BENCH_SECONDS", "6"))
+    rounds = int(os.environ.get("LADDER_BENCH_ROUNDS", "3"))
     load0 = os.getloadavg()[0]
-    peak = measured_peak_flops(n=1024, reps=10)
     torch_exe = _torch_python()
-    rows = []
-    dense_flops_rate = {}
+    specs = []
     for d, n_layers in SIZES:
         dense = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4)
         moe = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4, n_experts=8, top_k=2,
                         expert_d_ff=dense.dense_d_ff // 2)
-        for kind, spec in (("dense", dense), ("moe 2/8", moe)):
-            r = _jax_step(spec, DEFAULT_STEPS_PER_CALL, seconds)
-            tps = BATCH * SEQ / r["best"]
-            rate = tps * spec.flops_per_token(SEQ)
-            row = {"model": f"d{d} L{n_layers} {kind}", "params_active": spec.params_active, "tok_s": tps,
-                   "tok_s_median": BATCH * SEQ / r["median"], "gflops": rate / 1e9, "pct_peak": rate / peak}
-            if kind == "dense":
-                dense_flops_rate[d] = rate
-                if torch_exe:
-                    t = _torch_step(torch_exe, d, n_layers, dense.dense_d_ff, seconds)
-                    if t:
-                        row["torch_tok_s"] = BATCH * SEQ / t["best"]
-                        row["vs_torch"] = tps / row["torch_tok_s"]
-            else:
-                row["moe_vs_dense"] = rate / dense_flops_rate[d]
-            rows.append(row)
-            print(f"  measured {row['model']}: {tps:,.0f} tok/s", flush=True)
+        specs += [(f"d{d} L{n_layers} dense", dense), (f"d{d} L{n_layers} moe 2/8", moe)]
+    steps = {name: _JaxStep(spec, DEFAULT_STEPS_PER_CALL) for name, spec in specs}
+    times: dict[str, list[float]] = {name: [] for name, _ in specs}
+    torch_times: dict[str, list[float]] = {name: [] for name, spec in specs if not spec.is_moe}
+    peaks = []
+    for r in range(rounds):  # interleave everything so contention hits all columns alike
+        peaks.append(measured_peak_flops_fresh())
+        for name, _ in specs:
+            times[name] += steps[name].time(2)
+        if torch_exe:
+            cfgs = [{"d": s.d_model, "L": s.n_layers, "f": s.dense_d_ff} for _, s in specs if not s.is_moe]
+            got = _torch_round(torch_exe, cfgs, seconds=1.0)
+            if got:
+                for name, g in zip(torch_times, got, strict=True):
+                    torch_times[name].append(g["best"])
+        print(f"  round {r + 1}/{rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)
+    peak = max(peaks)
     e2e = _end_to_end(ModelSpec(d_model=128, n_layers=4, n_heads=4))
     load1 = os.getloadavg()[0]
 
-    print(f"\nfloat32 matmul peak (1024^3, jitted, best of 10): {peak / 1e9:.1f} GFLOP/s; "
-          f"seq {SEQ}, batch {BATCH}, {DEFAULT_STEPS_PER_CALL} steps per jitted call; "
-          f"load average {load0:.1f} -> {load1:.1f} on {os.cpu_count()} CPUs")
-    head = f"{'model':<18}{'active N':>10}{'tok/s':>10}{'(median)':>10}{'GFLOP/s':>9}{'% peak':>8}" \
-           f"{'torch tok/s':>12}{'vs torch':>9}{'MoE/dense':>10}"
+    rows, dense_rate = [], {}
+    for name, spec in specs:
+        best = min(times[name])
+        tps = BATCH * SEQ / best
+        rate = tps * spec.flops_per_token(SEQ)
+        row = {"model": name, "params_active": spec.params_active, "tok_s": tps,
+               "tok_s_median": BATCH * SEQ / statistics.median(times[name]), "gflops": rate / 1e9,
+               "pct_peak": rate / peak}
+        if spec.is_moe:
+            row["moe_vs_dense"] = rate / dense_rate[spec.d_model]
+        else:
+            dense_rate[spec.d_model] = rate
+            if torch_times.get(name):
+                row["torch_tok_s"] = BATCH * SEQ / min(torch_times[name])
+                row["vs_torch"] = tps / row["torch_tok_s"]
+        rows.append(row)
+
+    print(f"\nfloat32 matmul peak (1024^3 jitted matmul, best of {rounds} rounds): {peak / 1e9:.1f} GFLOP/s; "
+          f"seq {SEQ}, batch {BATCH}, {DEFAULT_STEPS_PER_CALL} steps per jitted call; best of {rounds} "
+          f"interleaved rounds; load average {load0:.1f} -> {load1:.1f} on {os.cpu_count()} CPUs (shared)")
+    head = (f"{'model':<18}{'active N':>10}{'tok/s':>10}{'(median)':>10}{'GFLOP/s':>9}{'% peak':>8}"
+            f"{'torch tok/s':>12}{'vs torch':>9}{'MoE/dense':>10}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        torch_s = f"{r['torch_tok_s']:>12,.0f}{r['vs_torch']:>8.2f}x" if "torch_tok_s" in r else f"{'-':>12}{'-':>9}"
+        torch_s = (f"{r['torch_tok_s']:>12,.0f}{r['vs_torch']:>8.2f}x" if "torch_tok_s" in r
+                   else f"{'-':>12}{'-':>9}")
         moe_s = f"{r['moe_vs_dense']:>9.2f}x" if "moe_vs_dense" in r else f"{'':>10}"
         print(f"{r['model']:<18}{r['params_active']:>10,}{r['tok_s']:>10,.0f}{r['tok_s_median']:>10,.0f}"
               f"{r['gflops']:>9.1f}{100 * r['pct_peak']:>7.1f}%{torch_s}{moe_s}")
-    print(f"end-to-end train() d128 L4 dense (data, metrics, evals, checkpoints): {e2e:,.0f} tok/s")
-    print("targets: dense d256 >= 55% of peak; MoE/dense >= 0.75x; >= 1.2x torch eager at d64, d128, d256")
+    print(f"end-to-end train() d128 L4 dense (real data, metrics, evals, checkpoints): {e2e:,.0f} tok/s")
+    print("targets: dense d256 >= 55% of peak; MoE/dense (active FLOP/s) >= 0.75x; >= 1.2x torch eager at "
+          "d64, d128, d256")
     if not torch_exe:
         print("torch column skipped: set LADDER_TORCH_PYTHON to an interpreter that can import torch")
+
+
+def measured_peak_flops_fresh(n: int = 1024, reps: int = 5) -> float:
+    """The matmul peak measured now (not cached), so each round has its own."""
+    from ladder.train import metrics
+
+    metrics._PEAK.clear()
+    return metrics.measured_peak_flops(n=n, reps=reps)
 
 
 if __name__ == "__main__":
