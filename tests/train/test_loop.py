@@ -171,3 +171,28 @@ def test_divergence_ends_failed_with_a_clear_result(data_spec, tmp_path, rung_fa
         assert result["last_finite_metrics"]["step"] == result["failed_step"] - 1
     with pytest.raises(Diverged, match="non-finite"):
         train(rung, data_spec, tmp_path / "nan2", raise_on_divergence=True)
+
+
+@pytest.mark.slow
+def test_sigterm_checkpoints_then_exits(reference, moe_rung, data_spec, tmp_path):
+    ref_out, _, _ = reference
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"rung": to_dict(moe_rung), "data": to_dict(data_spec)}))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(cfg), str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    for line in proc.stdout:
+        if line.startswith("STEP") and int(line.split()[1]) >= 5:
+            os.kill(proc.pid, signal.SIGTERM)
+            break
+    proc.wait(timeout=120)
+    assert proc.returncode == -signal.SIGTERM
+    steps = sorted(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
+    last = read_jsonl(out / "metrics.jsonl")[-1]["step"]
+    assert steps and steps[-1] == last  # checkpointed where it stopped (not only at multiples of 4)
+    result = train(moe_rung, data_spec, out, max_steps=12)
+    got = pd.read_json(out / "metrics.jsonl", lines=True)
+    ref = pd.read_json(ref_out / "metrics.jsonl", lines=True)
+    assert result["steps"] == 12 and list(got["step"]) == list(range(1, 13))
+    # chunks are aligned to absolute steps, so resuming from a SIGTERM point is bit-identical too
+    assert got["loss"].tolist() == ref["loss"].tolist()[:12]
