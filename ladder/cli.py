@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from ladder.executor.store import ConfigError
 from ladder.spec import LadderSpec, SpecError, load_spec
 
 EXIT_FAILED = 1
@@ -38,6 +39,9 @@ class LadderGroup(click.Group):
         except SpecError as exc:
             for line in exc.problems:
                 click.echo(f"error: {line}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except ConfigError as exc:
+            click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
@@ -85,6 +89,14 @@ def _check_root(root: str) -> None:
             fsspec.get_filesystem_class(protocol)
         except (ValueError, ImportError) as exc:
             raise UserError(f"--root {root}: unsupported storage URL ({exc}); use a local path, file://, gs:// or s3://") from exc
+        if protocol in ("http", "https"):
+            raise UserError(f"--root {root}: http(s) storage is read-only; use a local path, file://, gs:// or s3://")
+        try:
+            fs, path = fsspec.core.url_to_fs(root)
+            fs.exists(path)
+        except Exception as exc:  # any backend's failure to connect is a bad --root, reported in one line
+            reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise UserError(f"--root {root}: cannot reach the storage ({reason}); check the URL and credentials") from exc
         return
     path = Path(root)
     existing = path

@@ -3,8 +3,7 @@ rerun/train arguments) or tests/fits/test_cli.py (fit CSVs, predict arguments): 
 commands that write, `ladder import-wandb` references and files, `ladder dashboard` ports and hosts,
 option types. Each: one line on stderr naming the input, exit 2, nothing written.
 
-The kinds marked xfail need a change in ladder/cli.py (owned by the lead; see the issue 7 note):
-they fail with a traceback (exit 1) today, and fail fast rather than hanging.
+CLI_GAPS were first found giving tracebacks; ladder/cli.py now turns them into one line too.
 """
 
 from __future__ import annotations
@@ -43,18 +42,14 @@ CASES = [
     (["dashboard", "--root", "{tmp}/no/such/root"], "no such folder"),
 ]
 
-NEEDS_CLI = pytest.mark.xfail(reason="needs ladder/cli.py to turn this into one line (reported to the lead)",
-                              strict=False)
 CLI_GAPS = [
-    pytest.param(["submit", TINY, "--root", "memory://x"], "memory://", {}, marks=NEEDS_CLI, id="memory-root"),
-    pytest.param(["plan", TINY, "--root", "ftp://127.0.0.1:1/x"], "ftp://127.0.0.1:1/x", {}, marks=NEEDS_CLI,
+    pytest.param(["submit", TINY, "--root", "memory://x"], "memory://", {}, id="memory-root"),
+    pytest.param(["plan", TINY, "--root", "ftp://127.0.0.1:1/x"], "ftp://127.0.0.1:1/x", {},
                  id="unreachable-ftp-root"),
-    pytest.param(["submit", TINY, "--root", "http://127.0.0.1:1/x"], "http://127.0.0.1:1/x", {}, marks=NEEDS_CLI,
+    pytest.param(["submit", TINY, "--root", "http://127.0.0.1:1/x"], "http://127.0.0.1:1/x", {},
                  id="unreachable-http-root"),
-    pytest.param(["submit", TINY, "--root", ROOT], "LADDER_LEASE_TIMEOUT", {"LADDER_LEASE_TIMEOUT": "soon"},
-                 marks=NEEDS_CLI, id="lease-timeout-env"),
-    pytest.param(["submit", TINY, "--root", ROOT], "heartbeat", {"LADDER_LEASE_TIMEOUT": "5", "LADDER_HEARTBEAT": "10"},
-                 marks=NEEDS_CLI, id="heartbeat-not-shorter-than-lease"),
+    pytest.param(["submit", TINY, "--root", ROOT], "LADDER_LEASE_TIMEOUT", {"LADDER_LEASE_TIMEOUT": "soon"}, id="lease-timeout-env"),
+    pytest.param(["submit", TINY, "--root", ROOT], "heartbeat", {"LADDER_LEASE_TIMEOUT": "5", "LADDER_HEARTBEAT": "10"}, id="heartbeat-not-shorter-than-lease"),
 ]
 
 
