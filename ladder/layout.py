@@ -51,19 +51,35 @@ REPORT = "report.json"
 REPORT_HTML = "report.html"
 
 
+class CorruptLineWarning(UserWarning):
+    """A JSONL line that is not the file's last could not be parsed: the file is damaged."""
+
+
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Rows of a JSONL file; a truncated or garbled line (a writer mid-append) is skipped."""
+    """Rows of a JSONL file.
+
+    A truncated last line (a writer mid-append) is skipped quietly; a garbled line anywhere else
+    means the file was damaged, and is reported with a CorruptLineWarning naming file and line.
+    """
+    import warnings
+
     path = Path(path)
     if not path.exists():
         return
+    pending: tuple[int, str] | None = None  # an unparsable line, reported once a later line shows it is not the tail
     with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+        for lineno, line in enumerate(fh, 1):
             line = line.strip()
             if not line:
                 continue
+            if pending is not None:
+                warnings.warn(f"{path}:{pending[0]}: corrupt line skipped ({pending[1][:60]!r})", CorruptLineWarning,
+                              stacklevel=2)
+                pending = None
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
+                pending = (lineno, line)
                 continue
             if isinstance(row, dict):
                 yield row
