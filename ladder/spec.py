@@ -445,7 +445,7 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
     if isinstance(o.lr, Rule):
         _validate_rule(problems, f"{path}.optim.lr", o.lr)
     else:
-        _number_in(problems, f"{path}.optim.lr", o.lr, 0, 10, lo_open=True)
+        _number_in(problems, f"{path}.optim.lr", o.lr, 0, 1e6, lo_open=True)
     _number_in(problems, f"{path}.optim.b1", o.b1, 0, 1)
     _number_in(problems, f"{path}.optim.b2", o.b2, 0, 1)
     _number_in(problems, f"{path}.optim.eps", o.eps, 0, 1, lo_open=True)

@@ -142,7 +142,7 @@ def test_notebook_walks_through_the_finished_ladder(smoke_root, tmp_path):
 def test_gate_blocks_a_ladder_with_a_diverged_rung(tmp_path):
     root = tmp_path / "diverged"
     # rung_2 at an absurd learning rate diverges; the other rungs are the smoke ladder's own, shortened.
-    args = ["submit", SMOKE, "--root", str(root), "--no-progress", "--set", "rungs[1].optim.lr=1e4",
+    args = ["submit", SMOKE, "--root", str(root), "--no-progress", "--set", "rungs[1].optim.lr=1e6",
             "--set", "hero.tokens=60000"]
     proc = run_cli(*args)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
