@@ -156,6 +156,19 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _plots(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, fit_dir: str | None) -> list[Path]:
     import matplotlib
 
@@ -168,14 +181,7 @@ def _plots(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, 
         if key.startswith("eval/") and not frame.empty and "eval_loss" in frame:
             ax.plot(frame["tokens"], frame["eval_loss"], marker="o", ms=3, label=key[5:])
     ax.set_xscale("log")
-    ax.set_xlabel("tokens")
-    ax.set_ylabel("eval loss (nats/byte)")
-    ax.set_title("rungs and hero: eval loss")
-    ax.legend(fontsize=8)
-    paths.append(out_dir / "rung_curves.png")
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(_finish(fig, ax, "tokens", "eval loss (nats/byte)", "rungs and hero: eval loss", out_dir / "rung_curves.png"))
 
     runs_csv = Path(fit_dir) / layout.RUNS_CSV if fit_dir else None
     law_csv = Path(fit_dir) / "law_curve.csv" if fit_dir else None
@@ -201,14 +207,7 @@ def _plots(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, 
                 ax.scatter([pred_flops], [h["actual_final_loss"]], marker="*", s=120, color="C3", zorder=4, label="hero actual")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("training FLOPs")
-        ax.set_ylabel("final eval loss")
-        ax.set_title("the law and its band")
-        ax.legend(fontsize=8)
-        paths.append(out_dir / "law.png")
-        fig.tight_layout()
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        paths.append(_finish(fig, ax, "training FLOPs", "final eval loss", "the law and its band", out_dir / "law.png"))
 
     comp = tables.get("hero_curve")
     pred = tables.get("hero_predicted_curve")
@@ -223,14 +222,7 @@ def _plots(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, 
             ax.scatter(out["step"], out["actual"], color="C3", marker="x", s=14, label="outside the band")
         lo = float(np.nanmin(pred["lower"])) if len(pred) else 0
         ax.set_ylim(lo * 0.97, float(np.nanquantile(pred["upper"], 0.9)) * 1.15)
-        ax.set_xlabel("hero step")
-        ax.set_ylabel("train loss")
-        ax.set_title("hero: predicted vs actual")
-        ax.legend(fontsize=8)
-        paths.append(out_dir / "hero.png")
-        fig.tight_layout()
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        paths.append(_finish(fig, ax, "hero step", "train loss", "hero: predicted vs actual", out_dir / "hero.png"))
     return paths
 
 
