@@ -35,6 +35,21 @@ def fingerprint(tree) -> np.ndarray:
     return acc
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (disk full, permission denied); earlier ones stay valid."""
+
+
+def _os_error_in(exc: BaseException) -> OSError | None:
+    """The OSError behind an exception, however deep orbax wrapped it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 class Checkpointer:
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3):
         import orbax.checkpoint as ocp
@@ -66,8 +81,19 @@ class Checkpointer:
         tree["meta"]["fingerprint"] = fingerprint((tree["params"], tree["bias"], tree["opt"]))
         if step in self.steps():  # e.g. SIGTERM right after a periodic save
             return
-        self._manager.save(step, args=self._ocp.args.StandardSave(tree))
-        self._manager.wait_until_finished()
+        try:
+            self._manager.save(step, args=self._ocp.args.StandardSave(tree))
+            self._manager.wait_until_finished()
+        except Exception as exc:
+            os_error = _os_error_in(exc)
+            if os_error is None:
+                raise
+            done = [s for s in self.steps() if s < step]
+            last = f"step {done[-1]}" if done else "none yet"
+            raise CheckpointWriteError(
+                f"checkpoint at step {step} could not be written to {self.directory} ({os_error.strerror or os_error}); "
+                f"the newest complete checkpoint is {last}; free space or fix permissions and resubmit to resume from it"
+            ) from exc
 
     def restore_latest(self, params: dict, bias: dict, opt_state, meta_template: dict):
         """Newest readable checkpoint as (step, params, bias, opt_state, meta), or None if there is none."""

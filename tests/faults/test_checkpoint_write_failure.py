@@ -34,7 +34,8 @@ def small_disk(tmp_path):
 
 
 def _fill(disk: Path) -> None:
-    with open(disk / "filler", "wb") as f:
+    # Unbuffered, so the disk-full error comes from write() here, never from close() in the caller's callback.
+    with open(disk / "filler", "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * (64 * 1024))
@@ -67,6 +68,9 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, s
         cause = cause.__cause__ or cause.__context__
         text += f" <- {type(cause).__name__}: {cause}"
     assert "No space left on device" in text or "Errno 28" in text, text
+    # One clear message: which checkpoint failed, where, and which one is still good.
+    assert "checkpoint at step 24 could not be written" in str(info.value), text
+    assert "the newest complete checkpoint is step 16" in str(info.value), text
     assert not (out / "result.json").exists()
     capfd.readouterr()
 
