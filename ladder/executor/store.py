@@ -23,6 +23,27 @@ class ConfigError(ValueError):
     its message is one line naming the setting and the fix, fit to show as is (the CLI exits 2)."""
 
 
+def _temp_copy(path: str, data: bytes) -> str:
+    """``data`` written in full to a temporary file beside ``path`` (same filesystem, so rename/link work)."""
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".tmp-{os.path.basename(path)}-{uuid.uuid4().hex[:8]}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # already gone: the temp file was renamed or never created
+        pass
+
+
 class Store:
     def __init__(self, root: str):
         self.root_url = str(root)
@@ -101,18 +122,11 @@ class Store:
         if isinstance(data, str):
             data = data.encode()
         if self.local:
-            parent = os.path.dirname(path)
-            os.makedirs(parent, exist_ok=True)
-            tmp = os.path.join(parent, f".tmp-{os.path.basename(path)}-{uuid.uuid4().hex[:8]}")
+            tmp = _temp_copy(path, data)
             try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
                 os.replace(tmp, path)
             except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+                _unlink_quietly(tmp)
                 raise
         else:
             self.fs.pipe_file(path, data)
@@ -128,12 +142,8 @@ class Store:
             # Write a temp file in full, then hard-link it into place: link() fails if the name exists,
             # so exactly one creator wins, and no reader ever sees the file empty or half-written
             # (an O_EXCL create followed by a write has a moment where the file exists but is empty).
-            parent = os.path.dirname(path)
-            os.makedirs(parent, exist_ok=True)
-            tmp = os.path.join(parent, f".tmp-{os.path.basename(path)}-{uuid.uuid4().hex[:8]}")
+            tmp = _temp_copy(path, data)
             try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
                 try:
                     os.link(tmp, path)
                 except FileExistsError:
@@ -142,10 +152,7 @@ class Store:
                     return self._create_excl(path, data)
                 return True
             finally:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+                _unlink_quietly(tmp)
         try:
             with self.fs.open(path, "xb") as f:
                 f.write(data)

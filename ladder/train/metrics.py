@@ -9,6 +9,8 @@ import time
 from collections import deque
 from pathlib import Path
 
+from ladder.layout import write_json_atomic  # noqa: F401  (the trainer's result files use the project's writer)
+
 
 def _clean(value):
     if isinstance(value, float) and not math.isfinite(value):
@@ -56,13 +58,6 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
         except json.JSONDecodeError:  # a torn last line after SIGKILL
             break
     return rows
-
-
-def write_json_atomic(path: str | os.PathLike, obj) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, default=float))
-    os.replace(tmp, path)
 
 
 class SpikeDetector:
