@@ -30,6 +30,7 @@ SCHEDULES = ("cosine", "linear", "constant", "wsd")
 COOLDOWN_SHAPES = ("linear", "1-sqrt", "cosine")
 RULE_KINDS = ("fixed", "power_n", "power_c")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
+PARALLEL_MODES = ("replicated", "fsdp")
 BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "builtin:web_bible")
 
 # Fields that describe but do not change what a step computes: excluded from content hashes.
@@ -192,10 +193,21 @@ class OptimSpec:
 
 @dataclass(frozen=True)
 class Resources:
+    """What a run asks of the cluster, and how it spreads over the devices of the node it lands on.
+
+    ``devices``: how many local devices the run's data-parallel mesh spans (0: every device of its
+    node); the batch must divide evenly over them. ``parallel``: ``replicated`` keeps a full copy of
+    the parameters and optimizer state on every device; ``fsdp`` shards each large parameter (and its
+    optimizer state) over the devices. Like the rest of ``resources`` these change where a run
+    computes, not what (up to float summation order), so they stay out of the step hashes.
+    """
+
     cpus: float = 1.0
     gpus: float = 0.0
     custom: Mapping[str, float] = field(default_factory=dict)
     max_retries: int = 2
+    devices: int = 0
+    parallel: str = "replicated"
 
 
 @dataclass(frozen=True)
@@ -478,6 +490,15 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
     _number_in(problems, f"{path}.resources.gpus", res.gpus, 0, 4096)
     for key, value in dict(res.custom).items():
         _number_in(problems, f"{path}.resources.custom[{key}]", value, 0, 1e9)
+    _choice(problems, f"{path}.resources.parallel", res.parallel, PARALLEL_MODES)
+    if _check_type(problems, f"{path}.resources.devices", res.devices, (int,), "a non-negative integer"):
+        if res.devices < 0:
+            problems.append(f"{path}.resources.devices: must be >= 0 (0: every device of the node), got {res.devices}")
+        elif res.devices and isinstance(r.batch_size, int) and r.batch_size > 0 and r.batch_size % res.devices:
+            problems.append(
+                f"{path}.resources.devices: batch_size {r.batch_size} does not split over {res.devices} devices; "
+                f"make batch_size a multiple of {res.devices} or set devices to a divisor of {r.batch_size}"
+            )
     if isinstance(r.batch_size, int) and isinstance(r.seq_len, int) and isinstance(r.tokens, int):
         if r.batch_size > 0 and r.seq_len > 0 and 0 < r.tokens < r.batch_size * r.seq_len:
             problems.append(

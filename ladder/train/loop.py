@@ -7,6 +7,10 @@ aligned to absolute step numbers and cut at *boundaries* (evals, checkpoints, br
 stop step), with single steps filling the gaps; the segmentation is a pure function of the spec, so
 a run resumed from any checkpoint replays exactly the computations of an uninterrupted run.
 
+Devices: the state lives on a data-parallel mesh over the node's local devices when there is more
+than one (:mod:`ladder.train.parallel`: batches split along the batch, parameters replicated or
+FSDP-sharded); on one device the jitted functions are plain ``jax.jit`` as they always were.
+
 At a boundary step s, in order: eval (if due), WSD cooldown branches starting at s, checkpoint (if
 due). SIGTERM sets a flag checked after every chunk: the loop checkpoints, then re-raises SIGTERM
 with the previous handler. A non-finite loss ends the run FAILED (result.json says where and why);
@@ -42,6 +46,7 @@ from ladder.train.metrics import (
 )
 from ladder.train.model import Functional, build, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
+from ladder.train.parallel import Layout, plan
 
 DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
 
@@ -77,7 +82,8 @@ def _call(callbacks, name: str, *args) -> None:
 # Jitted functions.
 
 
-def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: Mapping[str, float]):
+def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: Mapping[str, float],
+                     layout: Layout | None = None):
     spec = fm.spec
     bias_layers = [(name, int(name.split(".")[1])) for name in fm.bias_names]
     moe_layers = sorted({i for _, i in bias_layers})
@@ -111,23 +117,21 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
             m["aux_loss"] = jnp.mean(jnp.stack([s["aux_loss"] for s in stats]))
         return (params, new_bias, opt_state), m
 
-    @jax.jit
     def chunk(params, bias, opt_state, batches, lrs):
         (params, bias, opt_state), metrics = jax.lax.scan(one_step, (params, bias, opt_state), (batches, lrs))
         return params, bias, opt_state, metrics
 
-    return chunk
+    return layout.jit_chunk(chunk) if layout is not None else jax.jit(chunk)
 
 
-def make_eval(fm: Functional):
-    @jax.jit
+def make_eval(fm: Functional, layout: Layout | None = None):
     def eval_batch(params, bias, windows, weights):
         logits, _ = fm.apply(params, bias, windows[:, :-1])
         w = jnp.broadcast_to(weights[:, None], windows[:, 1:].shape)
         mean, _ = cross_entropy(logits, windows[:, 1:], w)
         return mean * jnp.sum(w), jnp.sum(w)
 
-    return eval_batch
+    return layout.jit_eval(eval_batch) if layout is not None else jax.jit(eval_batch)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -234,6 +238,12 @@ def train(
     mults = optim_lib.lr_multipliers(fm.param_names, rung.optim)
     params, bias = fm.params, fm.bias
     opt_state = opt.init(params)
+    # None on one device: the single-device path is left exactly as it was (bit-identical numerics).
+    layout = plan(rung, params, bias, opt_state)
+    if layout is not None:
+        params, bias, opt_state = layout.place(params, bias, opt_state)
+        print(f"[ladder.train] {rung.name}: data parallel over {layout.n} {jax.local_devices()[0].platform} "
+              f"devices, parameters {layout.mode}", flush=True)
     lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
     branches = optim_lib.branch_points(rung, total_steps)
     eval_every = rung.eval_every or max(1, total_steps // 10)
@@ -244,9 +254,12 @@ def train(
     restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
     if restored is not None:
         start, params, bias, opt_state, meta = restored
-        params = {n: jnp.asarray(v) for n, v in params.items()}
-        bias = {n: jnp.asarray(v) for n, v in bias.items()}
-        opt_state = jax.tree.map(jnp.asarray, opt_state)
+        if layout is not None:
+            params, bias, opt_state = layout.place(params, bias, opt_state)
+        else:
+            params = {n: jnp.asarray(v) for n, v in params.items()}
+            bias = {n: jnp.asarray(v) for n, v in bias.items()}
+            opt_state = jax.tree.map(jnp.asarray, opt_state)
         wall_offset = float(meta["wall_s"])
         print(f"[ladder.train] {rung.name}: resumed from step {start}", flush=True)
 
@@ -257,8 +270,8 @@ def train(
     branch_rows = [r for r in read_jsonl(out / "branches.jsonl") if r.get("start", 0) <= start]
     write_json_lines(out / "branches.jsonl", branch_rows)
 
-    chunk_fn = make_train_chunk(fm, opt, mults)
-    eval_fn = make_eval(fm)
+    chunk_fn = make_train_chunk(fm, opt, mults, layout)
+    eval_fn = make_eval(fm, layout)
     peak = measured_peak_flops()
     detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
     bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None
@@ -455,7 +468,7 @@ def train(
         sigterm.uninstall()
 
     result = _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
-                     fpt, wall(), branch_rows, s)
+                     fpt, wall(), branch_rows, s, layout)
     if failed_step is not None:
         events_w.write({"step": failed_step, "event": "divergence", "metric": "loss", "value": None,
                         "size": None, "message": result["message"]})
@@ -478,7 +491,7 @@ def write_json_lines(path: Path, rows: list[dict]) -> None:
 
 
 def _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step, fpt,
-            wall_s, branch_rows, step) -> dict:
+            wall_s, branch_rows, step, layout) -> dict:
     m = rung.model
     all_rows = read_jsonl(metrics_w.path)
     tail = [r["loss"] for r in all_rows[-5:] if _finite(r.get("loss"))]
@@ -507,6 +520,8 @@ def _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_step
         "batch_size": rung.batch_size,
         "seq_len": rung.seq_len,
         "lr": rung.lr,
+        "devices": layout.n if layout is not None else 1,
+        "parallel": layout.mode if layout is not None else "single",
         "branches": branch_rows,
     }
     if failed_step is not None:

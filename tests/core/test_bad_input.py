@@ -47,6 +47,8 @@ BAD_SPECS = [
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["seed"], "expected key=value"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].model.d_model='wide'"], "rungs[0].model.d_model: expected a positive integer"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].schedule.decay_frac=0.99", "rungs[0].schedule.warmup_frac=0.5"], "rungs[0].schedule: warmup_frac + decay_frac exceed 1"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].resources.devices=3"], "rungs[0].resources.devices: batch_size 8 does not split over 3 devices"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["hero.resources.parallel='zero3'"], "hero.resources.parallel: 'zero3' is not one of replicated, fsdp"),
     ("LADDER = 3", [], "LADDER is a int"),
     ("X = 1", [], "defines no LADDER"),
     ("raise RuntimeError('boom')", [], "failed to import: RuntimeError: boom"),
