@@ -12,8 +12,11 @@ so a blocked hero still gets a report that says why.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,11 +161,18 @@ def summary_lines(spec: LadderSpec, summary) -> list[str]:
         lines.append(f"{name:>10}  {outcome.status}" + (f"  {str(error).splitlines()[-1][:200]}" if error else ""))
     if summary.blocked:
         gate = step_dirs(spec).get("gate")
-        verdict = layout.read_json(Path(gate) / layout.GATE, {}) if gate else {}
+        verdict = _read_json(spec.root, gate, layout.GATE) if gate else {}
         lines.append(f"blocked: {', '.join(summary.blocked)} (rerun with --force to start the hero anyway)")
         lines.extend(f"  - {reason}" for reason in (verdict or {}).get("reasons", []))
     lines.append("ladder complete" if summary.ok else "ladder incomplete: see the statuses above")
     return lines
+
+
+def _read_json(root: str, step_dir: str, name: str) -> dict:
+    from ladder.executor.store import Store
+
+    store = Store(root)
+    return store.read_json(store.join(store.to_path(step_dir), name)) or {}
 
 
 def step_dirs(spec: LadderSpec) -> dict[str, str]:
@@ -174,19 +184,54 @@ def step_dirs(spec: LadderSpec) -> dict[str, str]:
 # Step functions (run inside Ray tasks; config is the step's JSON config).
 
 
+# Dependency folders an analysis never reads: left out when a remote dir is copied to local disk.
+_NOT_READ = ("checkpoints", "checkpoints.corrupt", "wandb")
+
+
+@contextlib.contextmanager
+def local_dirs(dep_dirs: Mapping[str, str], out_dir: str) -> Iterator[tuple[dict[str, str], str]]:
+    """(dep_dirs, out_dir) on local disk, for code that reads and writes them with pathlib.
+
+    Local paths come back as they are. For an fsspec URL (s3://, gs://) the deps are copied to a temp
+    folder first, and what was written to the temp out_dir is uploaded when the block ends, also when
+    it raises (a blocked gate's verdict is a result too), as a local run would have left it.
+    """
+    from ladder.train.mirror import download_tree, is_remote, upload_tree
+
+    if not is_remote(out_dir):
+        yield dict(dep_dirs), out_dir
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="ladder-step-"))
+    try:
+        deps = {name: str(download_tree(url, tmp / "deps" / name, skip_top=_NOT_READ))
+                for name, url in dep_dirs.items()}
+        out = tmp / "out"
+        out.mkdir()
+        try:
+            yield deps, str(out)
+        finally:
+            upload_tree(out, out_dir)
+    finally:
+        shutil.rmtree(tmp)
+
+
 def train_step(config: dict, ctx) -> dict:
     from ladder.train import train
+    from ladder.train.mirror import open_output
 
     rung = rung_from_dict(config["rung"])
     data = data_from_dict(config["data"])
-    callbacks = []
-    if config.get("role") == "hero":
-        from ladder.forecast import ForecastCallback
+    # The trainer mirrors a remote out_dir through a local folder; callbacks that write beside it
+    # (the hero's forecasts) write into that folder and are uploaded with the metrics.
+    with open_output(ctx.out_dir) as out, local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, _):
+        callbacks = []
+        if config.get("role") == "hero":
+            from ladder.forecast import ForecastCallback
 
-        callbacks.append(ForecastCallback(rung=rung, out_dir=ctx.out_dir, dep_dirs=ctx.dep_dirs,
-                                          every=config.get("forecast_every", 0)))
-    callbacks.extend(_wandb_callbacks(config, ctx))
-    result = train(rung, data, ctx.out_dir, callbacks=callbacks, progress=lambda row: ctx.progress(**row))
+            callbacks.append(ForecastCallback(rung=rung, out_dir=str(out.local), dep_dirs=dep_dirs,
+                                              every=config.get("forecast_every", 0)))
+        callbacks.extend(_wandb_callbacks(config, ctx))
+        result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row))
     if result.get("status") != "SUCCESS":
         raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
     return result
@@ -213,7 +258,8 @@ def _log_ladder_run(ctx) -> None:
 def fit_step(config: dict, ctx) -> dict:
     from ladder.analysis import fit_ladder
 
-    result = fit_ladder(config, ctx.dep_dirs, ctx.out_dir)
+    with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
+        result = fit_ladder(config, dep_dirs, out_dir)
     _log_ladder_run(ctx)
     return result
 
@@ -221,7 +267,8 @@ def fit_step(config: dict, ctx) -> dict:
 def predict_step(config: dict, ctx) -> dict:
     from ladder.analysis import predict_ladder
 
-    result = predict_ladder(config, ctx.dep_dirs["fit"], ctx.out_dir)
+    with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
+        result = predict_ladder(config, dep_dirs["fit"], out_dir)
     _log_ladder_run(ctx)
     return result
 
@@ -229,13 +276,15 @@ def predict_step(config: dict, ctx) -> dict:
 def gate_step(config: dict, ctx) -> dict:
     from ladder.analysis import gate_ladder
 
-    return gate_ladder(config, ctx.dep_dirs, ctx.out_dir, force=bool((ctx.runtime or {}).get("force_gate")))
+    with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
+        return gate_ladder(config, dep_dirs, out_dir, force=bool((ctx.runtime or {}).get("force_gate")))
 
 
 def report_step(config: dict, ctx) -> dict:
     from ladder.report import write_report
 
-    report, _ = write_report(config, ctx.dep_dirs, ctx.out_dir)
+    with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
+        report, _ = write_report(config, dep_dirs, out_dir)
     _log_ladder_run(ctx)
     return {"hero": report.get("hero"), "backtest": report.get("backtest")}
 
@@ -246,9 +295,13 @@ def report_step(config: dict, ctx) -> dict:
 
 def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) -> dict:
     from ladder.train import train
+    from ladder.train.mirror import is_remote
 
     rung = spec.rung(rung_name)
-    out_dir = Path(spec.root) / spec.name / f"train-{rung_name}"
+    if is_remote(spec.root):
+        out_dir = f"{spec.root.rstrip('/')}/{spec.name}/train-{rung_name}"
+    else:
+        out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
     return train(rung, spec.data, out_dir, max_steps=max_steps)
 
 
@@ -260,7 +313,11 @@ def build_report(spec: LadderSpec) -> tuple[dict, str | None]:
     dep_dirs = {k: v for k, v in dirs.items() if k != "report"}
     config = {"ladder": spec.name, "hero": spec.hero.name if spec.hero else None,
               "rungs": [r.name for r in spec.rungs], "level": spec.fit.level}
-    return write_report(config, dep_dirs, dirs["report"])
+    with local_dirs(dep_dirs, dirs["report"]) as (local_deps, out_dir):
+        rep, html_path = write_report(config, local_deps, out_dir)
+    if html_path and out_dir != dirs["report"]:  # the temp copy is gone: name the uploaded file
+        html_path = f"{dirs['report'].rstrip('/')}/{Path(html_path).name}"
+    return rep, html_path
 
 
 def report_lines(rep: dict) -> list[str]:

@@ -52,3 +52,39 @@ def ladder_smoke_root(tmp_path_factory) -> str:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "ladder complete" in proc.stdout
     return str(root)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> str:
+    """A real S3-compatible server on loopback (moto's), reachable from every process of the session.
+
+    Child processes (the CLI, Ray workers) find it through the environment: fsspec reads
+    FSSPEC_S3_ENDPOINT_URL, botocore the AWS_* credentials (moto takes any).
+    """
+    import fsspec
+    from moto.server import ThreadedMotoServer
+
+    for var, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        os.environ[var] = value
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    os.environ["FSSPEC_S3_ENDPOINT_URL"] = endpoint
+    fsspec.config.conf.setdefault("s3", {})["endpoint_url"] = endpoint  # fsspec read the env at import
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint, request) -> str:
+    """A fresh bucket on the session's S3 server; returns its URL (s3://NAME)."""
+    import re
+    import uuid
+
+    import fsspec
+
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-") + "-" + uuid.uuid4().hex[:6]
+    fsspec.filesystem("s3").mkdir(name)
+    return f"s3://{name}"

@@ -51,12 +51,14 @@ def _os_error_in(exc: BaseException) -> OSError | None:
 
 
 class Checkpointer:
-    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3):
+    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3, *, shown_as: str | None = None):
+        """``shown_as``: what messages call the directory (the URL a local mirror stands for)."""
         import orbax.checkpoint as ocp
 
         _quiet_orbax()
         self._ocp = ocp
         self.directory = Path(directory).absolute()
+        self.shown_as = shown_as or str(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_to_keep = max_to_keep
         self._manager = ocp.CheckpointManager(
@@ -91,7 +93,7 @@ class Checkpointer:
             done = [s for s in self.steps() if s < step]
             last = f"step {done[-1]}" if done else "none yet"
             raise CheckpointWriteError(
-                f"checkpoint at step {step} could not be written to {self.directory} ({os_error.strerror or os_error}); "
+                f"checkpoint at step {step} could not be written to {self.shown_as} ({os_error.strerror or os_error}); "
                 f"the newest complete checkpoint is {last}; free space or fix permissions and resubmit to resume from it"
             ) from exc
 
@@ -115,7 +117,7 @@ class Checkpointer:
             except Exception as exc:  # corrupt or truncated: fall back to the previous one
                 msg = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
                 print(
-                    f"[ladder.train] checkpoint {self.directory / str(step)} is unreadable ({msg}); "
+                    f"[ladder.train] checkpoint {self.shown_as}/{step} is unreadable ({msg}); "
                     "falling back to the previous checkpoint",
                     file=sys.stderr,
                     flush=True,

@@ -44,6 +44,7 @@ from ladder.train.metrics import (
     read_jsonl,
     write_json_atomic,
 )
+from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import Functional, build, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
 from ladder.train.parallel import Layout, plan
@@ -183,7 +184,7 @@ class _Sigterm:
 def train(
     rung: RungSpec | Mapping[str, Any],
     data: DataSpec | Mapping[str, Any],
-    out_dir: str | os.PathLike,
+    out_dir: str | os.PathLike | OutputDir,
     *,
     max_steps: int | None = None,
     callbacks: Sequence[Callback] = (),
@@ -194,11 +195,34 @@ def train(
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
+    ``out_dir`` is a local path, an fsspec URL (the run works in a local scratch folder mirrored to
+    it, see :mod:`ladder.train.mirror`), or an open :class:`OutputDir` the caller also writes into.
     ``max_steps`` stops early at that absolute step (the schedule is still the full run's; the result
     has ``complete: false`` and a later call continues). ``raise_on_divergence`` raises
     :class:`Diverged` after writing the FAILED result instead of returning it.
     ``steps_per_call`` (default 8, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
     """
+    output = open_output(out_dir)
+    try:
+        return _train(rung, data, output, max_steps=max_steps, callbacks=callbacks, progress=progress,
+                      raise_on_divergence=raise_on_divergence, steps_per_call=steps_per_call, dispatch=dispatch)
+    finally:
+        if output is not out_dir:
+            output.close()
+
+
+def _train(
+    rung: RungSpec | Mapping[str, Any],
+    data: DataSpec | Mapping[str, Any],
+    output: OutputDir,
+    *,
+    max_steps: int | None = None,
+    callbacks: Sequence[Callback] = (),
+    progress: Callable[[dict], None] | None = None,
+    raise_on_divergence: bool = False,
+    steps_per_call: int | None = None,
+    dispatch: str = "capacity",
+) -> dict:
     t_start = time.perf_counter()
     if isinstance(rung, Mapping):
         rung = rung_from_dict(rung)
@@ -206,8 +230,7 @@ def train(
         data = data_from_dict(data)
     if not isinstance(rung.batch_size, int) or not isinstance(rung.optim.lr, float | int) or rung.seed is None:
         rung = resolve_rung(rung, rung.seed if rung.seed is not None else 0)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output.local
     total_steps = rung.steps
     stop = total_steps if max_steps is None else max(1, min(total_steps, int(max_steps)))
 
@@ -249,11 +272,12 @@ def train(
     eval_every = rung.eval_every or max(1, total_steps // 10)
     ckpt_every = rung.checkpoint_every or max(1, total_steps // 10)
 
-    ckpt = Checkpointer(out / "checkpoints")
+    ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
     start, wall_offset = 0, 0.0
     restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
     if restored is not None:
         start, params, bias, opt_state, meta = restored
+        output.checkpoint()  # a corrupt newest checkpoint was moved aside: the URL's copy goes too
         if layout is not None:
             params, bias, opt_state = layout.place(params, bias, opt_state)
         else:
@@ -295,6 +319,8 @@ def train(
         "compiled": set(),
         "log_t": time.perf_counter(),
         "log_step": start,
+        "loss_sum": 0.0,
+        "loss_n": 0,
     }
 
     def wall() -> float:
@@ -374,7 +400,13 @@ def train(
                 ev = bias_detector.update(step, float(np.linalg.norm(r["router_bias_norm"])))
                 if ev:
                     events_w.write(ev)
+            # Tiny CPU batches make one step's loss noisy (~10%); the mean over the logged interval is
+            # what curves are fitted and compared on.
+            state["loss_sum"] += full["loss"]
+            state["loss_n"] += 1
             if step % rung.log_every == 0 or step == stop:
+                full["loss_mean"] = state["loss_sum"] / state["loss_n"]
+                state["loss_sum"], state["loss_n"] = 0.0, 0
                 now = time.perf_counter()
                 dt = max(now - state["log_t"], 1e-9)
                 tps = (step - state["log_step"]) * tokens_per_step / dt
@@ -383,6 +415,7 @@ def train(
                 full["mfu"] = tps * fpt / peak
                 full["wall_s"] = wall()
                 metrics_w.write(full)
+                output.sync()
                 _call(callbacks, "on_step", step, full)
                 if progress is not None:
                     left = (stop - step) * tokens_per_step / tps if tps > 0 else None
@@ -434,6 +467,7 @@ def train(
 
     def save(step: int) -> None:
         ckpt.save(step, params, bias, opt_state, {"step": step, "seed": seed, "wall_s": wall()})
+        output.checkpoint()
         _call(callbacks, "on_checkpoint", step)
 
     failed_step = None
@@ -477,6 +511,7 @@ def train(
     ckpt.close()
     write_json_atomic(out / "result.json", result)
     _call(callbacks, "on_end", result)
+    output.checkpoint()
     if failed_step is not None and raise_on_divergence:
         raise Diverged(result)
     return result
