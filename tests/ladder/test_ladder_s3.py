@@ -18,7 +18,7 @@ LADDER = str(Path(sys.executable).parent / "ladder")
 SMOKE = str(REPO / "experiments" / "smoke.py")
 # A shorter hero and smaller evals than the smoke ladder's: the point is where the files go, and
 # the smoke ladder's own quality is tested on local disk (test_ladder_e2e.py).
-LIGHTER = ["--set", "hero.tokens=240000", "--set", "data.eval_tokens=4096"]
+LIGHTER = ["--set", "hero.tokens=300000", "--set", "data.eval_tokens=2048", "--set", "fit.bootstrap=20"]
 STEPS = {"rung_1", "rung_2", "rung_3", "rung_4", "fit", "predict", "gate", "hero", "report"}
 
 

@@ -118,6 +118,8 @@ def test_two_devices_match_one_device(measured, model, mode):
     assert one["devices"] == 1 and one["parallel"] == "single"
     assert two["devices"] == 2 and two["parallel"] == mode
     assert len(one["loss"]) == len(two["loss"]) == 16
+    rel = np.max(np.abs(np.subtract(two["loss"], one["loss"])) / np.abs(one["loss"]))
+    print(f"{model} {mode}: max relative loss difference 2 vs 1 device {rel:.2e} (bound {RTOL:g})")
     np.testing.assert_allclose(two["loss"], one["loss"], rtol=RTOL, atol=0)
     np.testing.assert_allclose(two["eval"], one["eval"], rtol=RTOL, atol=0)
 
