@@ -275,9 +275,11 @@ def _train(
     ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
     start, wall_offset = 0, 0.0
     restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
+    while restored is None and output.fetch_checkpoint():  # a URL's newest was unreadable: try the next
+        restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
     if restored is not None:
         start, params, bias, opt_state, meta = restored
-        output.checkpoint()  # a corrupt newest checkpoint was moved aside: the URL's copy goes too
+        output.checkpoint(ckpt.max_to_keep)  # a corrupt checkpoint was moved aside: the URL's copy goes too
         if layout is not None:
             params, bias, opt_state = layout.place(params, bias, opt_state)
         else:
@@ -467,7 +469,7 @@ def _train(
 
     def save(step: int) -> None:
         ckpt.save(step, params, bias, opt_state, {"step": step, "seed": seed, "wall_s": wall()})
-        output.checkpoint()
+        output.checkpoint(ckpt.max_to_keep)
         _call(callbacks, "on_checkpoint", step)
 
     failed_step = None
@@ -511,7 +513,7 @@ def _train(
     ckpt.close()
     write_json_atomic(out / "result.json", result)
     _call(callbacks, "on_end", result)
-    output.checkpoint()
+    output.checkpoint(ckpt.max_to_keep)
     if failed_step is not None and raise_on_divergence:
         raise Diverged(result)
     return result

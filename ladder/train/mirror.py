@@ -3,16 +3,18 @@
 Orbax and the JSONL writers need a local folder (appends, renames, fsync), so for a URL the
 trainer works in a local scratch folder that mirrors it:
 
-- :func:`open_output` fills the scratch from the URL: every file, and every checkpoint whose upload
-  finished (its ``COMPLETE_MARKER`` exists). So a run resumes on any node from what the URL holds,
-  and a checkpoint cut off mid-upload by a kill is never restored.
+- :func:`open_output` fills the scratch from the URL: every file, and the newest checkpoint whose
+  upload finished (its ``COMPLETE_MARKER`` exists); :meth:`OutputDir.fetch_checkpoint` brings the
+  next older one when that one turns out unreadable. So a run resumes on any node from what the URL
+  holds, downloads one checkpoint when it is sound, and never restores one cut off mid-upload.
 - :meth:`OutputDir.sync` uploads the files that changed since the last upload and removes from
   the URL the ones deleted locally (e.g. a stale result.json). While training it runs at most every
   ``LADDER_MIRROR_EVERY_S`` seconds (10), and always at checkpoints and at the end.
 - :meth:`OutputDir.checkpoint` runs after each checkpoint: files first (so the URL's metrics never
   lag its newest checkpoint; rows past the restored step are truncated on resume), then each new
   checkpoint's files, then its marker; checkpoints gone locally (pruned by ``max_to_keep``, or
-  moved aside as corrupt) lose their marker first, then their files.
+  moved aside as corrupt) lose their marker first, then their files, and older ones never
+  downloaded go once there are ``keep`` newer ones, as a local run would have pruned them.
 
 A local path (or ``file://``) is used in place, and every method is a no-op.
 """
@@ -29,6 +31,7 @@ import fsspec
 
 COMPLETE_MARKER = "LADDER_UPLOAD_COMPLETE"
 CHECKPOINTS = "checkpoints"
+CORRUPT = "checkpoints.corrupt"  # where the Checkpointer moves an unreadable checkpoint
 MIRROR_EVERY_S = float(os.environ.get("LADDER_MIRROR_EVERY_S", "10"))
 # The executor's own files in a step dir (status, leases, provenance, progress): never pulled, so
 # never pushed back over the executor's newer copies.
@@ -114,7 +117,9 @@ class OutputDir:
         self.every_s = MIRROR_EVERY_S if every_s is None else float(every_s)
         self._last = 0.0
         self._sent: dict[str, tuple[int, int]] = {}
-        self._ckpt_sent: dict[str, int] = {}
+        self._ckpt_sent: dict[str, int] = {}  # step -> local dir mtime, for checkpoints both here and there
+        self._waiting: list[str] = []  # complete checkpoints at the URL not downloaded (oldest first)
+        self._ckpt_files: dict[str, list[str]] = {}  # their files, relative to the URL
         if self.url is None:
             self.local = _local_path(target)
             self.local.mkdir(parents=True, exist_ok=True)
@@ -146,27 +151,33 @@ class OutputDir:
         rels = {p[len(self.root) + 1 :] for p in found if p.startswith(self.root + "/")}
         complete = {r.split("/")[1] for r in rels
                     if r.startswith(CHECKPOINTS + "/") and r.endswith("/" + COMPLETE_MARKER) and r.count("/") == 2}
-        pairs = []
-        for rel in sorted(rels):
-            parts = rel.split("/")
-            if len(parts) == 1 and (rel in EXECUTOR_FILES or _temporary(rel)):
-                continue
-            if parts[0] == CHECKPOINTS and (len(parts) < 3 or parts[1] not in complete or parts[-1] == COMPLETE_MARKER):
-                continue  # an unfinished upload, or the marker itself (orbax must not see it)
-            pairs.append((self._remote(rel), self.local / rel))
-        self.local.mkdir(parents=True, exist_ok=True)
-        for _, dst in pairs:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-        if pairs:
-            self.fs.get([p for p, _ in pairs], [str(d) for _, d in pairs])
+        self._ckpt_files = {step: sorted(r for r in rels if r.startswith(f"{CHECKPOINTS}/{step}/")
+                                         and not r.endswith("/" + COMPLETE_MARKER)) for step in complete}
+        self._waiting = sorted(complete, key=int)
+        rels = sorted(r for r in rels if "/" in r or (r not in EXECUTOR_FILES and not _temporary(r)))
+        # checkpoints come one at a time (fetch_checkpoint); ones set aside as corrupt never come back
+        self._get([r for r in rels if r.split("/", 1)[0] not in (CHECKPOINTS, CORRUPT)])
         for rel, path in _rel_files(self.local, (CHECKPOINTS,)).items():
             self._sent[rel] = _stamp(path)
-        for step in complete:
-            d = self.local / CHECKPOINTS / step
-            if d.is_dir():
-                self._ckpt_sent[step] = d.stat().st_mtime_ns
-        if pairs:
-            print(f"[ladder.train] restored {len(pairs)} files from {self.url}", flush=True)
+        if self.fetch_checkpoint() or rels:
+            print(f"[ladder.train] restored the run's files from {self.url}", flush=True)
+
+    def _get(self, rels: list[str]) -> None:
+        self.local.mkdir(parents=True, exist_ok=True)
+        for rel in rels:
+            (self.local / rel).parent.mkdir(parents=True, exist_ok=True)
+        if rels:
+            self.fs.get([self._remote(r) for r in rels], [str(self.local / r) for r in rels])
+
+    def fetch_checkpoint(self) -> bool:
+        """Download the newest complete checkpoint not yet here; False when there is none left."""
+        if not self._waiting:
+            return False
+        step = self._waiting.pop()
+        # the marker stays behind: orbax must see only its own files
+        self._get(self._ckpt_files.pop(step))
+        self._ckpt_sent[step] = (self.local / CHECKPOINTS / step).stat().st_mtime_ns
+        return True
 
     # ---- upload
     def sync(self, force: bool = False) -> None:
@@ -192,8 +203,11 @@ class OutputDir:
                 self.fs.rm_file(self._remote(rel))
             del self._sent[rel]
 
-    def checkpoint(self) -> None:
-        """Mirror the local checkpoints folder: files first, then new checkpoints, then removals."""
+    def checkpoint(self, keep: int = 3) -> None:
+        """Mirror the local checkpoints folder: files first, then new checkpoints, then removals.
+
+        ``keep``: the checkpoint manager's ``max_to_keep``; older checkpoints never downloaded are
+        removed from the URL once that many newer ones exist."""
         if self.url is None:
             return
         self.sync(force=True)
@@ -209,6 +223,8 @@ class OutputDir:
             self.fs.put([str(p) for p in files.values()], [f"{prefix}/{rel}" for rel in files])
             self.fs.pipe_file(f"{prefix}/{COMPLETE_MARKER}", b"")
             self._ckpt_sent[step] = local[step]
+        while self._waiting and len(self._waiting) + len(local) > keep:
+            self._drop_checkpoint(self._waiting.pop(0))
 
     def _drop_checkpoint(self, step: str) -> None:
         prefix = self._remote(f"{CHECKPOINTS}/{step}")
@@ -218,7 +234,7 @@ class OutputDir:
         self.fs.invalidate_cache(prefix)
         if self.fs.exists(prefix):
             self.fs.rm(prefix, recursive=True)
-        del self._ckpt_sent[step]
+        self._ckpt_sent.pop(step, None)
 
     def close(self) -> None:
         """Drop the scratch folder (call :meth:`checkpoint` first to keep what it holds)."""

@@ -17,7 +17,7 @@ import pytest
 from ladder.spec import ScheduleSpec, to_dict
 from ladder.train import train
 from ladder.train.metrics import read_jsonl
-from ladder.train.mirror import COMPLETE_MARKER
+from ladder.train.mirror import COMPLETE_MARKER, OutputDir
 
 STEPS = 24
 
@@ -107,6 +107,10 @@ def test_corrupt_newest_checkpoint_in_the_bucket_falls_back(rung, data_spec, ref
     first = train(rung, data_spec, url, max_steps=12)
     assert first["steps"] == 12 and not first["complete"]
     assert _checkpoint_steps(fs, url) == [4, 8, 12]
+    fs.pipe_file(f"{url}/step.json", b"{}")  # the executor's file: never pulled, so never pushed back
+    with OutputDir(url) as mirror:  # a sound newest checkpoint is the only one downloaded
+        assert sorted(p.name for p in (mirror.local / "checkpoints").iterdir()) == ["12"]
+        assert (mirror.local / "metrics.jsonl").exists() and not (mirror.local / "step.json").exists()
     damaged = 0
     for path in fs.find(f"{url}/checkpoints/12"):
         if "/d/" in path and fs.size(path) > 0:  # truncate the array data, as a torn copy would
