@@ -56,10 +56,16 @@ def collect_runs(rung_names: list[str], dep_dirs: dict[str, str]) -> tuple[pd.Da
 
 
 def rung_curve(run_dir: str | Path) -> pd.DataFrame:
-    """A rung's train-loss curve (step, tokens, lr, loss), one row per logged step."""
+    """A rung's train-loss curve (step, tokens, lr, loss), one row per logged step.
+
+    loss is the mean over each logged interval where the trainer recorded it (one step's loss on a
+    tiny batch is ~10% noise), else the logged step's own loss.
+    """
     m = layout.read_jsonl(Path(run_dir) / layout.METRICS)
     if m.empty:
         return m
+    if "loss_mean" in m:
+        m = m.assign(loss=m["loss_mean"].fillna(m["loss"]))
     return m[["step", "tokens", "lr", "loss"]].dropna().sort_values("step").drop_duplicates("step", keep="last")
 
 

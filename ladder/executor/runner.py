@@ -292,7 +292,7 @@ class _Run:
         self.runtime = canonical(dict(runtime or {}))
         self.summary = RunSummary()
         self.outcomes = self.summary.steps
-        self.pending: list[str] = list(nodes)
+        self.pending: list[str] = sorted(nodes, key=self._priority)
         self.owned: dict[str, _Owned] = {}
         self.watching: dict[str, float] = {}
         self.hb = Heartbeater(self.store, ex.heartbeat)
@@ -515,9 +515,13 @@ class _Run:
             else:
                 self.pending.append(name)  # its owner died: assess again (it will be taken over)
         if progressed:
-            order = list(self.nodes)
-            self.pending.sort(key=order.index)
+            self.pending.sort(key=self._priority)
         return progressed
+
+    def _priority(self, name: str) -> tuple[float, int]:
+        # Largest step first among those ready (longest-processing-time first): the small rungs then
+        # fill the slots the large ones leave, and the rung phase ends sooner than in spec order.
+        return (-float(self.nodes[name].step.flops or 0.0), list(self.nodes).index(name))
 
     def _abort(self) -> None:
         """The driver is stopping (Ctrl-C, an error): cancel our tasks and release their steps."""
