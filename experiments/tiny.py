@@ -44,7 +44,11 @@ RECIPE = Recipe(
 )
 LAYERS = 3
 
-RUNGS = tuple(RECIPE.rung(f"rung_{i + 1}", d, LAYERS) for i, d in enumerate((16, 24, 32, 40, 48)))
+WIDTHS = (16, 24, 32, 40, 48)
+# Two seeds per size: one run's final loss moves ~2% between seeds here, as much as the error
+# the gate allows; the fit sees both, the backtest and bootstrap treat a size as one unit.
+RUNGS = tuple(RECIPE.rung(f"rung_{i + 1}" + (f"_r{r}" if r else ""), d, LAYERS, replica=r)
+              for r in (0, 1) for i, d in enumerate(WIDTHS))
 _hero = RECIPE.rung("hero", 72, LAYERS, cpus=2.0)
 # The hero trains the recipe's schedule without the cooldown branches: those only serve the fit.
 HERO = dataclasses.replace(_hero, schedule=dataclasses.replace(_hero.schedule, branch_fracs=()))
@@ -61,7 +65,7 @@ LADDER = LadderSpec(
         ),
         eval_tokens=32_768,
     ),
-    fit=FitSpec(law="chinchilla_tied", curve_law="multipower", bootstrap=200),
+    fit=FitSpec(law="compute", curve_law="multipower", bootstrap=200),
     gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.15),
     description="default CPU ladder",
 )

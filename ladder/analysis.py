@@ -41,7 +41,10 @@ def collect_runs(rung_names: list[str], dep_dirs: dict[str, str]) -> tuple[pd.Da
             excluded.append({"name": name, "status": (result or {}).get("status") or status or "MISSING",
                              "message": (result or {}).get("message")})
             continue
-        base = {"name": name, "params": float(result["params_active"]), "params_total": float(result["params_total"]),
+        # Runs of one size (replicas on other seeds) share a size key; the backtest and the bootstrap
+        # treat a size as one unit, and the fit sees every run.
+        base = {"name": name, "size": f"{float(result['params_active']):.0f}x{float(result['tokens']):.0f}",
+                "params": float(result["params_active"]), "params_total": float(result["params_total"]),
                 "flops_per_token": float(result["flops"]) / float(result["tokens"])}
         rows.append({**base, "kind": "final", "tokens": float(result["tokens"]), "flops": float(result["flops"]),
                      "loss": float(result["final_eval_loss"]), "train_loss": result.get("final_train_loss"),
@@ -136,19 +139,19 @@ def law_predict(result, params: float, tokens: float, flops: float) -> float:
 def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int = 0) -> list[dict[str, float]]:
     """Law parameters refitted on rungs resampled with replacement (n resamples).
 
-    Resampling is over rungs (a rung and its branches travel together), not over points, because
-    a rung's branches share its model and its noise. Resamples with too few distinct rungs for
-    the law are skipped.
+    Resampling is over sizes (a rung, its branches and its replicas travel together), not over
+    points, because a rung's branches share its model and its noise. Resamples with too few
+    distinct sizes for the law are skipped.
     """
-    names = points["name"].unique()
+    sizes = _sizes(points).unique()
     rng = np.random.default_rng(seed)
     starts = _bootstrap_starts(base, fit)
     out = []
     for _ in range(n):
-        pick = rng.choice(names, size=len(names), replace=True)
+        pick = rng.choice(sizes, size=len(sizes), replace=True)
         if len(set(pick)) < min_rungs(fit):
             continue
-        sample = pd.concat([points[points["name"] == p] for p in pick], ignore_index=True)
+        sample = pd.concat([points[_sizes(points) == p] for p in pick], ignore_index=True)
         try:
             res = fit_final_law(sample, fit, starts=starts, n_polish=1)
         except ValueError:
@@ -166,6 +169,15 @@ def predict_samples(base, samples: list[dict[str, float]], targets: list[tuple[f
     return np.array(out)
 
 
+def _sizes(points: pd.DataFrame) -> pd.Series:
+    """Each point's size key (runs.csv written before replicas existed has none: one size per rung)."""
+    return points["size"] if "size" in points else points["name"]
+
+
+def n_sizes(points: pd.DataFrame) -> int:
+    return int(_sizes(points[points["kind"] == "final"]).nunique())
+
+
 def min_rungs(fit: FitSpec) -> int:
     return {"compute": 3, "chinchilla": 3, "chinchilla_tied": 2}[fit.law]
 
@@ -176,20 +188,27 @@ def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[
     When too few rungs sit that far below, the smallest feasible gap is used and the record says
     how far it actually extrapolated, so the gate can refuse a backtest shorter than the hero's.
     """
-    finals = points[points["kind"] == "final"].sort_values("flops")
-    target = finals.iloc[-1]
-    below = finals.iloc[:-1]
+    finals = points[points["kind"] == "final"].assign(size=_sizes(points[points["kind"] == "final"]))
+    by_size = finals.groupby("size", sort=False).agg(flops=("flops", "mean"), params=("params", "mean"),
+                                                     tokens=("tokens", "mean"), loss=("loss", "mean"),
+                                                     runs=("name", list)).sort_values("flops")
+    target = by_size.iloc[-1]
+    below = by_size.iloc[:-1]
     chosen = below[below["flops"] <= target["flops"] / ratio * 1.05]
     if len(chosen) < min_rungs(fit):
         chosen = below.iloc[:max(min_rungs(fit), 1)]
     if len(chosen) < min_rungs(fit):
-        return {"ok": False, "reason": f"{len(finals)} finished rungs are too few to backtest the {fit.law} law"}
-    train = points[points["name"].isin(chosen["name"])]
+        return {"ok": False, "reason": f"{len(by_size)} finished rung sizes are too few to backtest the {fit.law} law"}
+    fit_on = [n for runs in chosen["runs"] for n in runs]
+    train = points[points["name"].isin(fit_on)]
     res = fit_final_law(train, fit)
     predicted = law_predict(res, target["params"], target["tokens"], target["flops"])
     achieved = float(target["flops"] / chosen["flops"].max())
-    return {"ok": True, "fit_on": list(chosen["name"]), "predict": target["name"], "predicted": predicted,
-            "actual": float(target["loss"]), "relative_error": predicted / float(target["loss"]) - 1.0,
+    # With replicas the actual is the mean over the largest size's seeds.
+    return {"ok": True, "fit_on": fit_on, "predict": target["runs"][0], "predict_runs": list(target["runs"]),
+            "predicted": predicted, "actual": float(target["loss"]),
+            "actual_runs": [float(x) for x in finals[finals["size"] == target.name]["loss"]],
+            "relative_error": predicted / float(target["loss"]) - 1.0,
             "compute_ratio": achieved, "required_ratio": ratio, "decades": math.log10(achieved),
             "law": fit.law, "params": res.params}
 
@@ -261,7 +280,7 @@ def curve_backtest(points: pd.DataFrame, dep_dirs: dict[str, str], fit: FitSpec,
     target = points[(points["kind"] == "final") & (points["name"] == backtest["predict"])].iloc[0]
     train = points[points["name"].isin(backtest["fit_on"])]
     res = fit_final_law(train, fit)
-    others = [n for n in points["name"].unique() if n != target["name"]]
+    others = [n for n in points["name"].unique() if n not in backtest.get("predict_runs", [target["name"]])]
     factors = schedule_factors(points, dep_dirs, res, np.linspace(0.005, 1.0, 200), names=others)
     curve = rung_curve(dep_dirs[target["name"]])
     if factors.empty or len(curve) < 8:
@@ -314,7 +333,7 @@ def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str) -> d
         return doc
     doc["fit"] = res.to_dict()
     largest = finals.iloc[-1]
-    train_names = list(finals["name"].iloc[:-1])
+    train_names = [n for n, size in zip(finals["name"], _sizes(finals), strict=True) if size != _sizes(finals).iloc[-1]]
     sub = _curves_by_n(points, dep_dirs, names=train_names)
     if len(sub) >= 2:
         try:
@@ -343,7 +362,7 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     out = Path(out_dir)
     points, excluded = collect_runs(config["rungs"], dep_dirs)
     finals = points[points["kind"] == "final"] if not points.empty else points
-    if len(finals) < min_rungs(fit):
+    if points.empty or n_sizes(points) < min_rungs(fit):
         raise ValueError(f"only {len(finals)} rungs finished ({', '.join(e['name'] + ' ' + e['status'] for e in excluded)}); "
                          f"the {fit.law} law needs {min_rungs(fit)}")
     layout.write_csv_atomic(out / layout.RUNS_CSV, points)

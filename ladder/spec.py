@@ -34,7 +34,8 @@ PARALLEL_MODES = ("replicated", "fsdp")
 BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "builtin:web_bible")
 
 # Fields that describe but do not change what a step computes: excluded from content hashes.
-COSMETIC_FIELDS = frozenset({"description", "notes", "wandb", "resources", "root"})
+# "replica" only picks a rung's seed, and the resolved seed is hashed.
+COSMETIC_FIELDS = frozenset({"description", "notes", "wandb", "resources", "root", "replica"})
 
 
 class SpecError(ValueError):
@@ -215,7 +216,9 @@ class RungSpec:
     """One training run: a rung of the ladder, or its hero.
 
     ``batch_size`` is in sequences; a Rule for it yields tokens, divided by ``seq_len``.
-    ``seed`` None takes the ladder's seed.
+    ``seed`` None takes the ladder's seed; with ``replica`` r > 0 it takes the ladder's seed + 1000 r,
+    to train the same size again: the fit groups runs of one size, so a ladder can average seeds
+    where single rungs are too noisy to extrapolate.
     """
 
     name: str
@@ -226,6 +229,7 @@ class RungSpec:
     optim: OptimSpec = field(default_factory=OptimSpec)
     schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
     seed: int | None = None
+    replica: int = 0
     eval_every: int = 0  # optimizer steps between evals; 0: about 10 evals per run
     log_every: int = 10
     checkpoint_every: int = 0  # 0: about 10 checkpoints per run
@@ -341,6 +345,9 @@ class LadderSpec:
 # Resolution: rules -> numbers, ladder seed -> rung seeds.
 
 
+REPLICA_SEED_STRIDE = 1000
+
+
 def resolve_rung(rung: RungSpec, ladder_seed: int) -> RungSpec:
     n_active = rung.model.params_active
     flops = rung.flops
@@ -350,7 +357,8 @@ def resolve_rung(rung: RungSpec, ladder_seed: int) -> RungSpec:
     lr = rung.optim.lr
     if isinstance(lr, Rule):
         lr = float(lr(n_active, flops))
-    seed = ladder_seed if rung.seed is None else rung.seed
+    # An explicit seed wins, so resolving a resolved rung again leaves its seed alone.
+    seed = ladder_seed + REPLICA_SEED_STRIDE * rung.replica if rung.seed is None else rung.seed
     return dataclasses.replace(
         rung, batch_size=batch, seed=seed, optim=dataclasses.replace(rung.optim, lr=float(lr))
     )
@@ -480,6 +488,8 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
         _positive_int(problems, f"{path}.schedule.warmup_steps", s.warmup_steps)
     if r.seed is not None:
         _check_type(problems, f"{path}.seed", r.seed, (int,), "an integer")
+    if not isinstance(r.replica, int) or isinstance(r.replica, bool) or r.replica < 0:
+        problems.append(f"{path}.replica: {r.replica!r} must be an integer >= 0 (0: the first run of this size)")
     for name in ("eval_every", "checkpoint_every"):
         v = getattr(r, name)
         if _check_type(problems, f"{path}.{name}", v, (int,), "a non-negative integer") and v < 0:
@@ -727,6 +737,7 @@ def rung_from_dict(d: Mapping[str, Any]) -> RungSpec:
         optim=OptimSpec(**d["optim"]),
         schedule=ScheduleSpec(**{**d["schedule"], "branch_fracs": tuple(d["schedule"].get("branch_fracs", ()))}),
         seed=d["seed"],
+        replica=d.get("replica", 0),
         eval_every=d.get("eval_every", 0),
         log_every=d.get("log_every", 10),
         checkpoint_every=d.get("checkpoint_every", 0),

@@ -19,6 +19,7 @@ from ladder.spec import (
     deepseek_lr_rule,
     load_spec,
     resolve,
+    resolve_rung,
     rung_from_dict,
     to_dict,
     validate,
@@ -106,10 +107,35 @@ def test_validation_collects_every_problem_with_its_field():
 def test_shipped_experiments_load():
     for name in ("smoke", "tiny", "marin_moe_535b"):
         spec = load_spec(REPO / "experiments" / f"{name}.py")
-        assert spec.hero is not None and len(spec.rungs) == 4
-        flops = [r.flops for r in spec.rungs]
+        firsts = [r for r in spec.rungs if r.replica == 0]
+        assert spec.hero is not None and len(firsts) >= 4
+        flops = [r.flops for r in firsts]
         assert flops == sorted(flops)
         assert spec.hero.flops > flops[-1]
+        # a replica repeats a size of the ladder, on its own seed
+        sizes = {(r.model, r.tokens) for r in firsts}
+        assert all((r.model, r.tokens) in sizes for r in spec.rungs if r.replica)
+        seeds = [r.seed for r in resolve(spec).rungs]
+        assert len(set(seeds)) == 1 + max(r.replica for r in spec.rungs)
+
+
+def test_replicas_take_their_own_seed_and_leave_the_first_run_s_hash_alone():
+    from ladder.stages import build_steps
+
+    spec = load_spec(REPO / "experiments" / "smoke.py")
+    spec = dataclasses.replace(spec, rungs=tuple(dataclasses.replace(r, seed=None) for r in spec.rungs))
+    rung = spec.rungs[0]
+    twin = dataclasses.replace(rung, name=rung.name + "_r1", replica=1)
+    with_twin = dataclasses.replace(spec, rungs=(*spec.rungs, twin))
+    r = resolve(dataclasses.replace(with_twin, seed=7))
+    assert [x.seed for x in r.rungs] == [7] * len(spec.rungs) + [1007]
+    assert resolve_rung(r.rungs[-1], 7).seed == 1007  # resolving twice keeps the seed
+    plain = {s.name: s for s in build_steps(resolve(spec))}
+    both = {s.name: s for s in build_steps(resolve(with_twin))}
+    from ladder.executor.hashing import hashed_config
+
+    assert hashed_config(plain[rung.name].config) == hashed_config(both[rung.name].config)
+    assert hashed_config(both[twin.name].config)["rung"]["seed"] == 1000
 
 
 def test_marin_hero_compute_matches_the_published_figure():
