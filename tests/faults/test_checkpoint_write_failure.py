@@ -1,9 +1,9 @@
-"""A checkpoint write that fails because the disk is full (a real ENOSPC from a 4 MiB tmpfs holding the
-checkpoints): the run stops with a message naming the error, the previous checkpoint stays valid, and
-once there is space again the rung resumes from it and finishes.
-
-(Permission denied cannot be tested the same way here: the tests run as root, which ignores file
-modes. A tmpfs needs root too; without it the test is skipped.)
+"""A checkpoint write that fails, on a real 4 MiB tmpfs holding the checkpoints: because the disk is
+full (ENOSPC), or because the file system was remounted read-only under the run (EROFS, the write
+failure root meets: the tests run as root, which ignores file modes, so EACCES cannot be provoked).
+Either way the run stops with a message naming the error, the checkpoint and the newest good one;
+the previous checkpoint stays valid; once the disk is writable again the rung resumes from it and
+finishes. A tmpfs needs root; without it the tests are skipped.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _fill(disk: Path) -> None:
             pass
 
 
-def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, small_disk, capfd):
+def _break_then_resume(tmp_path: Path, disk: Path, break_disk, repair_disk, errors: tuple[str, ...], capfd) -> None:
     from ladder.train import train
     from ladder.train.checkpoint import Checkpointer
 
@@ -52,34 +52,46 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, s
     rung, data = spec.rungs[0], spec.data
     out = tmp_path / "rung_1"
     out.mkdir()
-    (small_disk / "checkpoints").mkdir()
-    os.symlink(small_disk / "checkpoints", out / "checkpoints")
+    (disk / "checkpoints").mkdir()
+    os.symlink(disk / "checkpoints", out / "checkpoints")
 
-    class FillDiskAfter16:
+    class BreakDiskAfter16:
         def on_checkpoint(self, step):
             if step == 16:
-                _fill(small_disk)
+                break_disk()
 
     with pytest.raises(Exception) as info:
-        train(rung, data, out, callbacks=[FillDiskAfter16()])
+        train(rung, data, out, callbacks=[BreakDiskAfter16()])
     text = f"{type(info.value).__name__}: {info.value}"
     cause = info.value
     while cause.__cause__ or cause.__context__:
         cause = cause.__cause__ or cause.__context__
         text += f" <- {type(cause).__name__}: {cause}"
-    assert "No space left on device" in text or "Errno 28" in text, text
+    assert any(e in text for e in errors), text
     # One clear message: which checkpoint failed, where, and which one is still good.
     assert "checkpoint at step 24 could not be written" in str(info.value), text
     assert "the newest complete checkpoint is step 16" in str(info.value), text
     assert not (out / "result.json").exists()
     capfd.readouterr()
 
+    repair_disk()
     # The checkpoint at 16 is intact (the failed one at 24 is not listed as complete).
     assert max(Checkpointer(out / "checkpoints").steps()) == 16
-
-    os.unlink(small_disk / "filler")
     result = train(rung, data, out)
     printed = capfd.readouterr()
     assert "resumed from step 16" in printed.out + printed.err
     assert "unreadable" not in printed.out + printed.err
     assert result["status"] == "SUCCESS" and result["steps"] == 64
+
+
+def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, small_disk, capfd):
+    _break_then_resume(tmp_path, small_disk, lambda: _fill(small_disk), lambda: os.unlink(small_disk / "filler"),
+                       ("No space left on device", "Errno 28"), capfd)
+
+
+def test_read_only_disk_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, small_disk, capfd):
+    def remount(mode: str) -> None:
+        subprocess.run(["mount", "-o", f"remount,{mode}", str(small_disk)], check=True, capture_output=True)
+
+    _break_then_resume(tmp_path, small_disk, lambda: remount("ro"), lambda: remount("rw"),
+                       ("Read-only file system", "Errno 30"), capfd)
