@@ -9,7 +9,9 @@
 # Every process must agree on RAY_AUTH_MODE (Ray 2.60 turns token auth on by default): this script
 # uses disabled unless RAY_AUTH_MODE says otherwise. Environment: LADDER_RAY_PORT (6390),
 # LADDER_RAY_TMP (/tmp/ladder-ray: keep it short, Ray's socket paths have a length limit), RAY (the
-# ray executable). Worker node I offers the custom resource worker_I, so a step can be pinned to one.
+# ray executable), LADDER_RAY_DASHBOARD=1 (start the head with its dashboard on 127.0.0.1:PORT+2,
+# which Ray Jobs needs; `start` then also prints its http:// address). Worker node I offers the custom
+# resource worker_I, so a step can be pinned to one.
 #
 # Each node is started under setsid, and its session id is kept in $LADDER_RAY_TMP/nodes/: stop and
 # kill-node signal those sessions only, never every Ray process of the machine (`ray stop` would
@@ -30,8 +32,17 @@ alive() {  # any process left in session $1
   ps -eo sid= | awk -v s="$1" '$1 == s {found=1} END {exit !found}'
 }
 
+child_sessions() {  # sessions of the direct children of session $1's processes that left it
+  ps -eo pid=,ppid=,sid= | awk -v s="$1" '
+    {ppid[$1] = $2; sid[$1] = $3}
+    END {for (p in ppid) if (sid[p] != s && sid[ppid[p]] == s) print sid[p]}' | sort -u
+}
+
 kill_session() {  # SIGKILL every process of session $1 (the node's raylet, its agents and workers)
-  local sid=$1
+  local sid=$1 child
+  # Ray Jobs starts each job's driver (and a watcher of it) in a new session; without this they
+  # outlive a stop by up to a second, until the watcher notices its job supervisor is gone.
+  for child in $(child_sessions "$sid"); do kill_session "$child"; done
   alive "$sid" || return 0
   pkill -KILL -s "$sid" 2>/dev/null || true
   for _ in $(seq 1 50); do alive "$sid" || return 0; sleep 0.1; done
@@ -42,7 +53,10 @@ start_node() {  # start_node NAME ARGS...: one `ray start` in a new session, rec
   local name=$1
   shift
   # $$ of the setsid'd shell is the session id every process of this node inherits.
-  setsid -w sh -c 'echo $$ > "$0"; exec "$@"' "$nodes/$name.sid" "$ray" start "$@" \
+  # Each node's dashboard agent takes a free HTTP port: on Ray's fixed default (52365) only the first
+  # agent of the machine binds (any other Ray there, or this cluster's other nodes), the rest run
+  # without HTTP, and a head agent without it leaves `ray job submit` failing with "No available agent".
+  setsid -w sh -c 'echo $$ > "$0"; exec "$@"' "$nodes/$name.sid" "$ray" start "$@" --dashboard-agent-listen-port=0 \
     </dev/null >"$nodes/$name.log" 2>&1 || {
     echo "local.sh: ray start of $name failed; see $nodes/$name.log" >&2
     tail -5 "$nodes/$name.log" >&2
@@ -66,11 +80,21 @@ case "$cmd" in
     mkdir -p "$nodes"
     # The head schedules but trains nothing (0 CPUs), so every rung lands on a worker node. Its client
     # and dashboard ports follow the GCS port so two clusters on one machine do not collide.
-    start_node head --head --port="$port" --num-cpus=0 --temp-dir="$tmp" --include-dashboard=false \
+    # The dashboard is off by default: it is a heavy process on a small machine and only Ray Jobs
+    # (`ray job submit`) needs it. On, it listens on loopback only: it runs any job it is sent.
+    dashboard=(--include-dashboard=false)
+    if [ "${LADDER_RAY_DASHBOARD:-0}" != 0 ]; then
+      dashboard=(--include-dashboard=true --dashboard-host=127.0.0.1)
+    fi
+    start_node head --head --port="$port" --num-cpus=0 --temp-dir="$tmp" "${dashboard[@]}" \
       --ray-client-server-port=$((port + 1)) --dashboard-port=$((port + 2)) --disable-usage-stats
     for i in $(seq 1 "$workers"); do
       start_node "worker_$i" --address="127.0.0.1:$port" --num-cpus="$cpus" --resources="{\"worker_$i\": 1}"
     done
+    if [ "${LADDER_RAY_DASHBOARD:-0}" != 0 ]; then
+      echo "http://127.0.0.1:$((port + 2))"
+    fi
+    # Last line: the GCS address, which callers read.
     echo "127.0.0.1:$port"
     ;;
   kill-node)

@@ -1,5 +1,5 @@
-"""Fault-test fixtures: the real CLI on a tiny ladder, driver processes in their own sessions, a local
-multi-node Ray cluster (cluster/local.sh), and a module Ray for executor-level tests.
+"""Fault-test fixtures: the real CLI on a tiny ladder, driver processes in their own sessions, local
+multi-node Ray clusters (cluster/local.sh), and a module Ray for executor-level tests.
 
 Every Ray this folder starts has a short temp dir under /tmp/rf-*, RAY_AUTH_MODE=disabled, and is
 stopped by process group or by `cluster/local.sh stop` of its own cluster, never by name.
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 LADDER = str(Path(sys.executable).parent / "ladder")
 TINY = str(HERE / "tiny_ladder.py")
+LOCAL_SH = str(REPO / "cluster" / "local.sh")
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
@@ -118,6 +121,75 @@ def procs():
             except (ProcessLookupError, PermissionError):
                 pass
             kill_group(p)
+
+
+def free_port() -> int:
+    """A GCS port whose next two ports are free too (local.sh puts the client server and the dashboard
+    there). They are only free when checked, so they are drawn where nothing else takes ports on its
+    own: below Linux's ephemeral range (32768+: every outgoing connection and every port-0 bind of
+    Ray's own processes) and above Ray's worker ports (10002-19999) and the ports its client server
+    gives each client's server (23000-23999)."""
+    for _ in range(50):
+        port = random.randrange(24000, 32000, 10)
+        try:
+            for p in (port, port + 1, port + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port")
+
+
+def cmdlines() -> list[str]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                out.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                pass
+    return out
+
+
+def sessions() -> list[int]:
+    """The session id of every process."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                out.append(os.getsid(int(pid)))
+            except ProcessLookupError:
+                pass
+    return out
+
+
+@pytest.fixture
+def local_cluster(ray_tmp):
+    """start(workers, cpus, **env) -> (lines `local.sh start` printed, sh, env): a cluster/local.sh
+    cluster on its own ports and temp dir; `sh(*args)` runs local.sh on it. Every cluster started is
+    stopped at the end, and the test fails if any of its processes is left."""
+    started: list[tuple] = []
+
+    def start(workers: int, cpus: int, **extra: str) -> tuple[list[str], object, dict]:
+        env = {**os.environ, "LADDER_RAY_PORT": str(free_port()), "LADDER_RAY_TMP": ray_tmp(),
+               "RAY_AUTH_MODE": "disabled", "RAY": str(REPO / ".venv" / "bin" / "ray"), **extra}
+        env.pop("RAY_ADDRESS", None)
+
+        def sh(*args, check=True):
+            return subprocess.run([LOCAL_SH, *args], env=env, capture_output=True, text=True, timeout=240,
+                                  check=check)
+
+        # Registered before starting so that a start failing halfway is stopped too.
+        started.append((sh, env))
+        return sh("start", str(workers), str(cpus)).stdout.strip().splitlines(), sh, env
+
+    yield start
+    for sh, env in started:
+        sids = {int(f.read_text()) for f in Path(env["LADDER_RAY_TMP"], "nodes").glob("*.sid")}
+        sh("stop", check=False)
+        assert not any(env["LADDER_RAY_TMP"] in a for a in cmdlines()), "local.sh stop left processes"
+        assert not sids & set(sessions()), "local.sh stop left processes in its nodes' sessions"
 
 
 @pytest.fixture(scope="module")

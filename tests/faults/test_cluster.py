@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
-import socket
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import (
-    REPO,
     TINY,
     checkpoint_steps,
     leases,
@@ -31,49 +27,13 @@ from conftest import (
 
 pytestmark = pytest.mark.slow
 
-LOCAL_SH = str(REPO / "cluster" / "local.sh")
 R1_STEPS = 20_000
 
 
-def free_port() -> int:
-    for _ in range(50):
-        port = random.randrange(20000, 40000, 10)
-        try:
-            for p in (port, port + 1, port + 2):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free port")
-
-
 @pytest.fixture
-def cluster(ray_tmp):
-    env = {**os.environ, "LADDER_RAY_PORT": str(free_port()), "LADDER_RAY_TMP": ray_tmp(),
-           "RAY_AUTH_MODE": "disabled", "RAY": str(REPO / ".venv" / "bin" / "ray")}
-    env.pop("RAY_ADDRESS", None)
-
-    def sh(*args, check=True):
-        return subprocess.run([LOCAL_SH, *args], env=env, capture_output=True, text=True, timeout=240, check=check)
-
-    try:
-        address = sh("start", "2", "1").stdout.strip().splitlines()[-1]
-        yield address, sh, env
-    finally:
-        sh("stop", check=False)
-        assert not any(env["LADDER_RAY_TMP"] in a for a in _cmdlines()), "local.sh stop left processes"
-
-
-def _cmdlines() -> list[str]:
-    out = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                out.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                pass
-    return out
+def cluster(local_cluster):
+    lines, sh, env = local_cluster(2, 1)
+    return lines[-1], sh, env
 
 
 def _session_of(pid: int) -> int | None:
