@@ -178,6 +178,21 @@ def n_sizes(points: pd.DataFrame) -> int:
     return int(_sizes(points[points["kind"] == "final"]).nunique())
 
 
+def seed_spread(points: pd.DataFrame) -> dict[str, Any] | None:
+    """How far a size's runs on different seeds differ: (max - min) / mean of their final losses.
+
+    This is the ladder's noise floor: a backtest error or hero miss within it is noise, not a
+    wrong law. None when no size has more than one run.
+    """
+    finals = points[points["kind"] == "final"]
+    groups = finals.assign(size=_sizes(finals)).groupby("size")["loss"]
+    spread = (groups.max() - groups.min()) / groups.mean()
+    spread = spread[groups.count() > 1]
+    if spread.empty:
+        return None
+    return {"sizes": int(len(spread)), "median": float(spread.median()), "max": float(spread.max())}
+
+
 def min_rungs(fit: FitSpec) -> int:
     return {"compute": 3, "chinchilla": 3, "chinchilla_tied": 2}[fit.law]
 
@@ -395,7 +410,7 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
                "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
                "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
-               "fit_on": list(finals["name"]), "excluded": excluded}
+               "fit_on": list(finals["name"]), "excluded": excluded, "seed_spread": seed_spread(points)}
     doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
            "bootstrap_params": samples,
            "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",

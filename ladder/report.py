@@ -132,6 +132,10 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
     fit = rep.get("fit") or {}
     if fit:
         lines += ["", f"fit: {fit.get('law', '?')}  " + "  ".join(f"{k}={fmt(v, '.4g')}" for k, v in (fit.get("params") or {}).items())]
+    spread = fit.get("seed_spread") if fit else None
+    if spread:
+        lines.append(f"seeds: runs of one size differ by {fmt(spread['median'], '.2%')} (median) to {fmt(spread['max'], '.2%')} "
+                     f"over {spread['sizes']} sizes: errors within that are noise")
     bt = rep.get("backtest") or {}
     if bt:
         lines.append(f"backtest: fit on {bt.get('fit_on')}, predict {bt.get('predict')} at {fmt(bt.get('compute_ratio'), '.1f')}x compute: "

@@ -55,3 +55,14 @@ def test_bootstrap_resamples_sizes_not_seeds():
     samples = bootstrap_fits(points, fit, base, n=30, seed=1)
     assert len(samples) >= 20
     assert np.ptp([s["alpha"] for s in samples]) < 0.01 * ALPHA
+
+
+def test_seed_spread_is_the_noise_floor_of_sizes_with_replicas():
+    from ladder.analysis import seed_spread
+
+    points = _points({(0, 1): 0.02, (3, 1): 0.004})
+    spread = seed_spread(points)
+    assert spread["sizes"] == 5
+    assert spread["max"] == pytest.approx(0.02 / 1.01, rel=1e-6)
+    assert spread["median"] == pytest.approx(0.0)
+    assert seed_spread(points[~points["name"].str.endswith("_r1")]) is None
