@@ -67,9 +67,14 @@ def rung_curve(run_dir: str | Path) -> pd.DataFrame:
     m = layout.read_jsonl(Path(run_dir) / layout.METRICS)
     if m.empty:
         return m
-    if "loss_mean" in m:
-        m = m.assign(loss=m["loss_mean"].fillna(m["loss"]))
-    return m[["step", "tokens", "lr", "loss"]].dropna().sort_values("step").drop_duplicates("step", keep="last")
+    return interval_loss(m)[["step", "tokens", "lr", "loss"]].dropna().sort_values("step").drop_duplicates("step", keep="last")
+
+
+def interval_loss(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Metrics rows with ``loss`` replaced by the logged interval's mean where the trainer wrote one."""
+    if "loss_mean" not in metrics:
+        return metrics
+    return metrics.assign(loss=metrics["loss_mean"].fillna(metrics["loss"]))
 
 
 # ------------------------------------------------------------------------------------------
@@ -143,7 +148,8 @@ def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int =
     points, because a rung's branches share its model and its noise. Resamples with too few
     distinct sizes for the law are skipped.
     """
-    sizes = _sizes(points).unique()
+    by_size = {size: group for size, group in points.groupby("size", sort=False)}
+    sizes = list(by_size)
     rng = np.random.default_rng(seed)
     starts = _bootstrap_starts(base, fit)
     out = []
@@ -151,7 +157,7 @@ def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int =
         pick = rng.choice(sizes, size=len(sizes), replace=True)
         if len(set(pick)) < min_rungs(fit):
             continue
-        sample = pd.concat([points[_sizes(points) == p] for p in pick], ignore_index=True)
+        sample = pd.concat([by_size[p] for p in pick], ignore_index=True)
         try:
             res = fit_final_law(sample, fit, starts=starts, n_polish=1)
         except ValueError:
@@ -169,13 +175,8 @@ def predict_samples(base, samples: list[dict[str, float]], targets: list[tuple[f
     return np.array(out)
 
 
-def _sizes(points: pd.DataFrame) -> pd.Series:
-    """Each point's size key (runs.csv written before replicas existed has none: one size per rung)."""
-    return points["size"] if "size" in points else points["name"]
-
-
 def n_sizes(points: pd.DataFrame) -> int:
-    return int(_sizes(points[points["kind"] == "final"]).nunique())
+    return int(points.loc[points["kind"] == "final", "size"].nunique())
 
 
 def seed_spread(points: pd.DataFrame) -> dict[str, Any] | None:
@@ -185,7 +186,7 @@ def seed_spread(points: pd.DataFrame) -> dict[str, Any] | None:
     wrong law. None when no size has more than one run.
     """
     finals = points[points["kind"] == "final"]
-    groups = finals.assign(size=_sizes(finals)).groupby("size")["loss"]
+    groups = finals.groupby("size")["loss"]
     spread = (groups.max() - groups.min()) / groups.mean()
     spread = spread[groups.count() > 1]
     if spread.empty:
@@ -203,7 +204,7 @@ def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[
     When too few rungs sit that far below, the smallest feasible gap is used and the record says
     how far it actually extrapolated, so the gate can refuse a backtest shorter than the hero's.
     """
-    finals = points[points["kind"] == "final"].assign(size=_sizes(points[points["kind"] == "final"]))
+    finals = points[points["kind"] == "final"]
     by_size = finals.groupby("size", sort=False).agg(flops=("flops", "mean"), params=("params", "mean"),
                                                      tokens=("tokens", "mean"), loss=("loss", "mean"),
                                                      runs=("name", list)).sort_values("flops")
@@ -348,7 +349,7 @@ def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str) -> d
         return doc
     doc["fit"] = res.to_dict()
     largest = finals.iloc[-1]
-    train_names = [n for n, size in zip(finals["name"], _sizes(finals), strict=True) if size != _sizes(finals).iloc[-1]]
+    train_names = list(finals["name"][finals["size"] != finals["size"].iloc[-1]])
     sub = _curves_by_n(points, dep_dirs, names=train_names)
     if len(sub) >= 2:
         try:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ladder import layout
+from ladder.analysis import interval_loss
 from ladder.analysis import smooth as smooth_series
 
 
@@ -24,9 +25,7 @@ def hero_comparison(pred_curve: pd.DataFrame, metrics: pd.DataFrame, smooth: int
     """Actual train loss (smoothed) beside the predicted curve and band at the hero's logged steps."""
     if pred_curve.empty or metrics.empty or "loss" not in metrics:
         return pd.DataFrame(columns=["step", "tokens", "actual", "predicted", "lower", "upper", "inside"])
-    if "loss_mean" in metrics:  # the interval mean, where the trainer logged it (see analysis.rung_curve)
-        metrics = metrics.assign(loss=metrics["loss_mean"].fillna(metrics["loss"]))
-    m = metrics.dropna(subset=["loss"]).sort_values("step").drop_duplicates("step", keep="last")
+    m = interval_loss(metrics).dropna(subset=["loss"]).sort_values("step").drop_duplicates("step", keep="last")
     pc = pred_curve.sort_values("step")
     steps = m["step"].to_numpy(float)
     out = pd.DataFrame({

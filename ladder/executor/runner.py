@@ -292,6 +292,7 @@ class _Run:
         self.runtime = canonical(dict(runtime or {}))
         self.summary = RunSummary()
         self.outcomes = self.summary.steps
+        self._order = {name: i for i, name in enumerate(nodes)}
         self.pending: list[str] = sorted(nodes, key=self._priority)
         self.owned: dict[str, _Owned] = {}
         self.watching: dict[str, float] = {}
@@ -521,7 +522,7 @@ class _Run:
     def _priority(self, name: str) -> tuple[float, int]:
         # Largest step first among those ready (longest-processing-time first): the small rungs then
         # fill the slots the large ones leave, and the rung phase ends sooner than in spec order.
-        return (-float(self.nodes[name].step.flops or 0.0), list(self.nodes).index(name))
+        return (-float(self.nodes[name].step.flops or 0.0), self._order[name])
 
     def _abort(self) -> None:
         """The driver is stopping (Ctrl-C, an error): cancel our tasks and release their steps."""

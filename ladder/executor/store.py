@@ -44,12 +44,21 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
+def is_local_fs(fs) -> bool:
+    """True when an fsspec filesystem is the local disk (plain paths, file://)."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return "file" in protocols or "local" in protocols
+
+
+def strip_file_scheme(url: str) -> str:
+    return url[len("file://") :] if url.startswith("file://") else url
+
+
 class Store:
     def __init__(self, root: str):
         self.root_url = str(root)
         self.fs, base = fsspec.core.url_to_fs(self.root_url)
-        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
-        self.local = "file" in protocols or "local" in protocols
+        self.local = is_local_fs(self.fs)
         self.root = os.path.abspath(base) if self.local else base.rstrip("/")
 
     def __reduce__(self):  # ship the URL, not the filesystem object
@@ -67,7 +76,7 @@ class Store:
 
     def to_path(self, url: str) -> str:
         if self.local:
-            return os.path.abspath(url[len("file://") :] if url.startswith("file://") else url)
+            return os.path.abspath(strip_file_scheme(url))
         return fsspec.core.url_to_fs(url)[1]
 
     # ---- reads

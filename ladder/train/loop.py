@@ -33,17 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ladder.layout import write_json_atomic
 from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_from_dict, to_dict
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
 from ladder.train.data import Mixture
-from ladder.train.metrics import (
-    JsonlWriter,
-    SpikeDetector,
-    measured_peak_flops,
-    read_jsonl,
-    write_json_atomic,
-)
+from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import Functional, build, cross_entropy, loss_fn
 from ladder.train.moe import update_bias

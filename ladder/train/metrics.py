@@ -9,8 +9,6 @@ import time
 from collections import deque
 from pathlib import Path
 
-from ladder.layout import write_json_atomic  # noqa: F401  (the trainer's result files use the project's writer)
-
 
 def _clean(value):
     if isinstance(value, float) and not math.isfinite(value):

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import fsspec
 
+from ladder.executor.store import is_local_fs, strip_file_scheme
+
 COMPLETE_MARKER = "LADDER_UPLOAD_COMPLETE"
 CHECKPOINTS = "checkpoints"
 CORRUPT = "checkpoints.corrupt"  # where the Checkpointer moves an unreadable checkpoint
@@ -41,16 +43,7 @@ EXECUTOR_FILES = frozenset({"step.json", "progress.json", "error.txt"})
 def is_remote(url: str | os.PathLike) -> bool:
     """True for an fsspec URL whose filesystem is not the local disk."""
     text = str(url)
-    if "://" not in text:
-        return False
-    fs, _ = fsspec.core.url_to_fs(text)
-    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    return not ({"file", "local"} & set(protocols))
-
-
-def _local_path(url: str | os.PathLike) -> Path:
-    text = str(url)
-    return Path(text[len("file://"):] if text.startswith("file://") else text)
+    return "://" in text and not is_local_fs(fsspec.core.url_to_fs(text)[0])
 
 
 def _temporary(name: str) -> bool:
@@ -94,11 +87,16 @@ def download_tree(url: str, local: str | os.PathLike, skip_top: tuple[str, ...] 
         if not rel or rel.split("/", 1)[0] in skip_top:
             continue
         pairs.append((path, local / rel))
+    _fetch(fs, pairs)
+    return local
+
+
+def _fetch(fs, pairs: list[tuple[str, Path]]) -> None:
+    """Download (remote path, local path) pairs in one batched call, creating folders first."""
     for _, dst in pairs:
         dst.parent.mkdir(parents=True, exist_ok=True)
     if pairs:
         fs.get([p for p, _ in pairs], [str(d) for _, d in pairs])
-    return local
 
 
 def upload_tree(local: str | os.PathLike, url: str) -> None:
@@ -121,7 +119,7 @@ class OutputDir:
         self._waiting: list[str] = []  # complete checkpoints at the URL not downloaded (oldest first)
         self._ckpt_files: dict[str, list[str]] = {}  # their files, relative to the URL
         if self.url is None:
-            self.local = _local_path(target)
+            self.local = Path(strip_file_scheme(str(target)))
             self.local.mkdir(parents=True, exist_ok=True)
             self._scratch = None
             return
@@ -164,10 +162,7 @@ class OutputDir:
 
     def _get(self, rels: list[str]) -> None:
         self.local.mkdir(parents=True, exist_ok=True)
-        for rel in rels:
-            (self.local / rel).parent.mkdir(parents=True, exist_ok=True)
-        if rels:
-            self.fs.get([self._remote(r) for r in rels], [str(self.local / r) for r in rels])
+        _fetch(self.fs, [(self._remote(r), self.local / r) for r in rels])
 
     def fetch_checkpoint(self) -> bool:
         """Download the newest complete checkpoint not yet here; False when there is none left."""

@@ -101,14 +101,20 @@ train(rung_from_dict(cfg["rung"]), data_from_dict(cfg["data"]), sys.argv[2],
 """
 
 
-@pytest.mark.slow
-def test_sigkill_then_resume_is_bit_identical(reference, moe_rung, data_spec, tmp_path):
-    ref_out, _, _ = reference
+def _start_child(rung, data_spec, tmp_path):
+    """The rung training in a child process that prints each step (so a test can kill it mid-run)."""
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"rung": to_dict(moe_rung), "data": to_dict(data_spec)}))
+    cfg.write_text(json.dumps({"rung": to_dict(rung), "data": to_dict(data_spec)}))
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(cfg), str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return proc, out
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_is_bit_identical(reference, moe_rung, data_spec, tmp_path):
+    ref_out, _, _ = reference
+    proc, out = _start_child(moe_rung, data_spec, tmp_path)
     killed_at = None
     deadline = time.time() + 240
     for line in proc.stdout:
@@ -176,11 +182,7 @@ def test_divergence_ends_failed_with_a_clear_result(data_spec, tmp_path, rung_fa
 @pytest.mark.slow
 def test_sigterm_checkpoints_then_exits(reference, moe_rung, data_spec, tmp_path):
     ref_out, _, _ = reference
-    cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"rung": to_dict(moe_rung), "data": to_dict(data_spec)}))
-    out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(cfg), str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc, out = _start_child(moe_rung, data_spec, tmp_path)
     for line in proc.stdout:
         if line.startswith("STEP") and int(line.split()[1]) >= 5:
             os.kill(proc.pid, signal.SIGTERM)
