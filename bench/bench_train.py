@@ -3,6 +3,10 @@
 Rows: dense and MoE (top-2 of 8, expert width half the dense width, so the same active size) at
 d_model 64 / 128 / 256 (seq 256, batch 16, byte vocab), timed through the trainer's own jitted
 multi-step function; FLOPs are the fits' convention (6N + attention, ``ModelSpec.flops_per_token``).
+Two trainer configurations on the same cores: one XLA device using every core (``1 dev``), and the
+default of a multi-CPU run, the process split into one XLA host device per core with the batch
+data-parallel over them (``N dev``, ``ladder.train.hostdevices``); the second runs in a child
+process started with that XLA flag, timed in the same rounds.
 The PyTorch eager column trains the same small GPT (RMSNorm pre-LN, RoPE, SwiGLU, tied embeddings,
 fused causal SDPA, AdamW) in a subprocess of ``$LADDER_TORCH_PYTHON`` when that interpreter can import
 torch (skipped otherwise; torch is not a dependency). Every ratio is measured in the same run, JAX
@@ -14,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -114,24 +117,29 @@ def _torch_round(exe: str, configs: list[dict], seconds: float) -> list[dict] | 
 class _JaxStep:
     """The trainer's own jitted multi-step function on a fixed batch; ``time()`` = seconds per step."""
 
-    def __init__(self, spec, steps_per_call: int):
+    def __init__(self, spec, steps_per_call: int, devices: int = 1):
         import jax
         import jax.numpy as jnp
         import numpy as np
 
-        from ladder.spec import RungSpec
+        from ladder.spec import Resources, RungSpec
         from ladder.train import optim as optim_lib
         from ladder.train.loop import make_train_chunk
         from ladder.train.model import build
+        from ladder.train.parallel import plan
 
-        rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 100, batch_size=BATCH, seq_len=SEQ, seed=0)
+        rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 100, batch_size=BATCH, seq_len=SEQ, seed=0,
+                        resources=Resources(devices=devices))
         fm = build(spec, 0)
         opt = optim_lib.make_optimizer(rung.optim, fm.params)
-        self.fn = make_train_chunk(fm, opt, optim_lib.lr_multipliers(fm.param_names, rung.optim))
+        self.state = (fm.params, fm.bias, opt.init(fm.params))
+        layout = plan(rung, *self.state)
+        if layout is not None:
+            self.state = layout.place(*self.state)
+        self.fn = make_train_chunk(fm, opt, optim_lib.lr_multipliers(fm.param_names, rung.optim), layout)
         self.k = steps_per_call
         self.batches = jnp.asarray(np.random.default_rng(0).integers(0, 256, (self.k, BATCH, SEQ + 1)), jnp.int32)
         self.lrs = jnp.full((self.k,), 1e-3, jnp.float32)
-        self.state = (fm.params, fm.bias, opt.init(fm.params))
         self._jax = jax
         self.time(1)  # compile
 
@@ -144,6 +152,56 @@ class _JaxStep:
             out.append((time.perf_counter() - t) / self.k)
             self.state = res[:3]
         return out
+
+
+def _specs():
+    from ladder.spec import ModelSpec
+
+    specs = []
+    for d, n_layers in SIZES:
+        dense = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4)
+        moe = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4, n_experts=8, top_k=2,
+                        expert_d_ff=dense.dense_d_ff // 2)
+        specs += [(f"d{d} L{n_layers} dense", dense), (f"d{d} L{n_layers} moe 2/8", moe)]
+    return specs
+
+
+def _child(devices: int) -> None:
+    """The host-device side: build every step on ``devices`` devices, then time one round per stdin line."""
+    from ladder.train.loop import DEFAULT_STEPS_PER_CALL
+
+    steps = {name: _JaxStep(spec, DEFAULT_STEPS_PER_CALL, devices) for name, spec in _specs()}
+    print(json.dumps({"ready": True}), flush=True)
+    for _ in sys.stdin:
+        print(json.dumps({name: st.time(2) for name, st in steps.items()}), flush=True)
+
+
+class _HostDevices:
+    """A child process with ``n`` XLA host devices, timing the same steps data-parallel over them."""
+
+    def __init__(self, n: int):
+        from ladder.train.hostdevices import xla_flags
+
+        env = {**os.environ, "XLA_FLAGS": xla_flags(n, ""), "JAX_PLATFORMS": "cpu"}
+        self.n = n
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.bench_train", "--child", str(n)], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"bench child with {self.n} host devices exited ({self.proc.wait()})")
+        return json.loads(line)
+
+    def round(self) -> dict[str, list[float]]:
+        self.proc.stdin.write("round\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def _end_to_end(spec) -> float:
@@ -162,26 +220,26 @@ def _end_to_end(spec) -> float:
 
 def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from ladder.spec import ModelSpec
     from ladder.train.loop import DEFAULT_STEPS_PER_CALL
 
     rounds = int(os.environ.get("LADDER_BENCH_ROUNDS", "3"))
     load0 = os.getloadavg()[0]
     torch_exe = _torch_python()
-    specs = []
-    for d, n_layers in SIZES:
-        dense = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4)
-        moe = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4, n_experts=8, top_k=2,
-                        expert_d_ff=dense.dense_d_ff // 2)
-        specs += [(f"d{d} L{n_layers} dense", dense), (f"d{d} L{n_layers} moe 2/8", moe)]
+    specs = _specs()
+    n_host = os.cpu_count() or 1
+    host = _HostDevices(n_host) if n_host > 1 else None
     steps = {name: _JaxStep(spec, DEFAULT_STEPS_PER_CALL) for name, spec in specs}
     times: dict[str, list[float]] = {name: [] for name, _ in specs}
+    host_times: dict[str, list[float]] = {name: [] for name, _ in specs}
     torch_times: dict[str, list[float]] = {name: [] for name, spec in specs if not spec.is_moe}
     peaks = []
     for r in range(rounds):  # interleave everything so contention hits all columns alike
         peaks.append(measured_peak_flops_fresh())
         for name, _ in specs:
             times[name] += steps[name].time(2)
+        if host:
+            for name, ts in host.round().items():
+                host_times[name] += ts
         if torch_exe:
             cfgs = [{"d": s.d_model, "L": s.n_layers, "f": s.dense_d_ff} for _, s in specs if not s.is_moe]
             got = _torch_round(torch_exe, cfgs, seconds=1.0)
@@ -189,41 +247,44 @@ def main() -> None:
                 for name, g in zip(torch_times, got, strict=True):
                     torch_times[name].append(g["best"])
         print(f"  round {r + 1}/{rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)
+    if host:
+        host.close()
     peak = max(peaks)
+    from ladder.spec import ModelSpec
+
     e2e = _end_to_end(ModelSpec(d_model=128, n_layers=4, n_heads=4))
     load1 = os.getloadavg()[0]
 
-    rows, dense_rate = [], {}
-    for name, spec in specs:
-        best = min(times[name])
-        tps = BATCH * SEQ / best
-        rate = tps * spec.flops_per_token(SEQ)
-        row = {"model": name, "params_active": spec.params_active, "tok_s": tps,
-               "tok_s_median": BATCH * SEQ / statistics.median(times[name]), "gflops": rate / 1e9,
-               "pct_peak": rate / peak}
-        if spec.is_moe:
-            row["moe_vs_dense"] = rate / dense_rate[spec.d_model]
-        else:
-            dense_rate[spec.d_model] = rate
-            if torch_times.get(name):
-                row["torch_tok_s"] = BATCH * SEQ / min(torch_times[name])
-                row["vs_torch"] = tps / row["torch_tok_s"]
-        rows.append(row)
+    def rate(spec, ts):
+        return BATCH * SEQ / min(ts) * spec.flops_per_token(SEQ) if ts else 0.0
 
     print(f"\nfloat32 matmul peak (1024^3 jitted matmul, best of {rounds} rounds): {peak / 1e9:.1f} GFLOP/s; "
           f"seq {SEQ}, batch {BATCH}, {DEFAULT_STEPS_PER_CALL} steps per jitted call; best of {rounds} "
           f"interleaved rounds; load average {load0:.1f} -> {load1:.1f} on {os.cpu_count()} CPUs (shared)")
-    head = (f"{'model':<18}{'active N':>10}{'tok/s':>10}{'(median)':>10}{'GFLOP/s':>9}{'% peak':>8}"
-            f"{'torch tok/s':>12}{'vs torch':>9}{'MoE/dense':>10}")
+    nd = f"{n_host} dev"
+    head = (f"{'model':<18}{'active N':>10}{'tok/s 1 dev':>12}{f'tok/s {nd}':>12}{'GFLOP/s':>9}{'% peak':>8}"
+            f"{'torch tok/s':>12}{'1dev/torch':>11}{f'{nd}/torch':>11}{'MoE/dense':>10}")
     print(head)
     print("-" * len(head))
-    for r in rows:
-        torch_s = (f"{r['torch_tok_s']:>12,.0f}{r['vs_torch']:>8.2f}x" if "torch_tok_s" in r
-                   else f"{'-':>12}{'-':>9}")
-        moe_s = f"{r['moe_vs_dense']:>9.2f}x" if "moe_vs_dense" in r else f"{'':>10}"
-        print(f"{r['model']:<18}{r['params_active']:>10,}{r['tok_s']:>10,.0f}{r['tok_s_median']:>10,.0f}"
-              f"{r['gflops']:>9.1f}{100 * r['pct_peak']:>7.1f}%{torch_s}{moe_s}")
-    print(f"end-to-end train() d128 L4 dense (real data, metrics, evals, checkpoints): {e2e:,.0f} tok/s")
+    dense_rate = {}
+    for name, spec in specs:
+        one, many = rate(spec, times[name]), rate(spec, host_times[name])
+        best = max(one, many)
+        tps1, tpsn = BATCH * SEQ / min(times[name]), (BATCH * SEQ / min(host_times[name]) if host_times[name] else 0)
+        cells = f"{name:<18}{spec.params_active:>10,}{tps1:>12,.0f}{tpsn:>12,.0f}{best / 1e9:>9.1f}{100 * best / peak:>7.1f}%"
+        if spec.is_moe:
+            cells += f"{'-':>12}{'-':>11}{'-':>11}{best / dense_rate[spec.d_model]:>9.2f}x"
+        else:
+            dense_rate[spec.d_model] = best
+            if torch_times.get(name):
+                torch_tps = BATCH * SEQ / min(torch_times[name])
+                cells += f"{torch_tps:>12,.0f}{tps1 / torch_tps:>10.2f}x{tpsn / torch_tps:>10.2f}x"
+            else:
+                cells += f"{'-':>12}{'-':>11}{'-':>11}"
+        print(cells)
+    print(f"GFLOP/s, % peak and MoE/dense use the faster configuration of each row; {nd}: one XLA host "
+          f"device per core, batch data-parallel over them (the default for a run asking for {n_host} CPUs)")
+    print(f"end-to-end train() d128 L4 dense, 1 dev (real data, metrics, evals, checkpoints): {e2e:,.0f} tok/s")
     print("targets: dense d256 >= 55% of peak; MoE/dense (active FLOP/s) >= 0.75x; >= 1.2x torch eager at "
           "d64, d128, d256")
     if not torch_exe:
@@ -239,4 +300,7 @@ def measured_peak_flops_fresh(n: int = 1024, reps: int = 5) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--child"]:
+        _child(int(sys.argv[2]))
+    else:
+        main()

@@ -23,7 +23,7 @@ RECIPE = Recipe(
 LADDER = LadderSpec(
     name="smoke",
     rungs=tuple(RECIPE.rung(f"rung_{i + 1}", d) for i, d in enumerate((16, 24, 32, 40))),
-    hero=RECIPE.rung("hero", 48),
+    hero=RECIPE.rung("hero", 48, cpus=2.0),  # like tiny's hero: trains data-parallel over 2 host devices
     data=DataSpec(
         domains=(DomainSpec("code", "builtin:stdlib_py", 0.5), DomainSpec("prose", "builtin:web_bible", 0.5)),
         eval_tokens=8_192,

@@ -199,8 +199,11 @@ class Resources:
     ``devices``: how many local devices the run's data-parallel mesh spans (0: every device of its
     node); the batch must divide evenly over them. ``parallel``: ``replicated`` keeps a full copy of
     the parameters and optimizer state on every device; ``fsdp`` shards each large parameter (and its
-    optimizer state) over the devices. Like the rest of ``resources`` these change where a run
-    computes, not what (up to float summation order), so they stay out of the step hashes.
+    optimizer state) over the devices. ``cpu_devices``: on a run without GPUs, the number of XLA host
+    devices its process splits into (0: one per whole CPU asked for; 1: one multi-threaded device), so
+    a 2-CPU run trains data-parallel over two 1-thread devices (see ``ladder.train.hostdevices``).
+    Like the rest of ``resources`` these change where a run computes, not what (up to float
+    summation order), so they stay out of the step hashes.
     """
 
     cpus: float = 1.0
@@ -209,6 +212,7 @@ class Resources:
     max_retries: int = 2
     devices: int = 0
     parallel: str = "replicated"
+    cpu_devices: int = 0
 
 
 @dataclass(frozen=True)
@@ -509,6 +513,10 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
                 f"{path}.resources.devices: batch_size {r.batch_size} does not split over {res.devices} devices; "
                 f"make batch_size a multiple of {res.devices} or set devices to a divisor of {r.batch_size}"
             )
+    if _check_type(problems, f"{path}.resources.cpu_devices", res.cpu_devices, (int,), "a non-negative integer"):
+        if not 0 <= res.cpu_devices <= 256:
+            problems.append(f"{path}.resources.cpu_devices: must be in [0, 256] (0: one per CPU), "
+                            f"got {res.cpu_devices}")
     if isinstance(r.batch_size, int) and isinstance(r.seq_len, int) and isinstance(r.tokens, int):
         if r.batch_size > 0 and r.seq_len > 0 and 0 < r.tokens < r.batch_size * r.seq_len:
             problems.append(

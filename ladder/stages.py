@@ -33,8 +33,12 @@ IMPORTED = "imported_results.csv"
 
 
 def _resources(run: RungSpec) -> dict[str, Any]:
+    from ladder.train.hostdevices import worker_env
+
     r = run.resources
-    return {"cpus": r.cpus, "gpus": r.gpus, "custom": dict(r.custom), "max_retries": r.max_retries}
+    out = {"cpus": r.cpus, "gpus": r.gpus, "custom": dict(r.custom), "max_retries": r.max_retries}
+    env = worker_env(r)
+    return {**out, "env": env} if env else out
 
 
 def _train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
@@ -294,14 +298,17 @@ def report_step(config: dict, ctx) -> dict:
 
 
 def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) -> dict:
-    from ladder.train import train
+    from ladder.train import hostdevices
     from ladder.train.mirror import is_remote
 
     rung = spec.rung(rung_name)
+    hostdevices.apply_here(rung.resources)
     if is_remote(spec.root):
         out_dir = f"{spec.root.rstrip('/')}/{spec.name}/train-{rung_name}"
     else:
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
+    from ladder.train import train  # after apply_here: XLA reads its flags when JAX starts
+
     return train(rung, spec.data, out_dir, max_steps=max_steps)
 
 

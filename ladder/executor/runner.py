@@ -140,6 +140,8 @@ def _resources(step: Step) -> dict:
         opts["resources"] = {k: float(v) for k, v in res["custom"].items()}
     if res.get("memory"):
         opts["memory"] = float(res["memory"])
+    if res.get("env"):  # read when the worker starts (e.g. XLA_FLAGS): Ray gives such a step its own worker
+        opts["runtime_env"] = {"env_vars": {k: str(v) for k, v in res["env"].items()}}
     return opts
 
 

@@ -34,7 +34,7 @@ class Step:
 
     ``fn`` is a callable or ``"module:function"``, called as ``fn(config, ctx)`` in a Ray task; it may
     return a JSON-able dict (written to result.json). ``resources``: ``{"cpus", "gpus", "custom",
-    "max_retries"}``. ``flops`` is only shown in the plan.
+    "max_retries", "env"}``, ``env`` being environment variables its worker process starts with. ``flops`` is only shown in the plan.
     """
 
     name: str

@@ -4,8 +4,16 @@
     result = train(rung, data, "runs/tiny/train-r0")
 
 See :func:`ladder.train.loop.train` for the contract (files, resume, divergence, callbacks).
+The names are imported on first use, so jax-free helpers of this package (``hostdevices``) can be
+imported before JAX is, which is when XLA reads its flags.
 """
 
-from ladder.train.loop import Callback, Diverged, train
-
 __all__ = ["Callback", "Diverged", "train"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from ladder.train import loop
+
+        return getattr(loop, name)
+    raise AttributeError(f"module 'ladder.train' has no attribute {name!r}")

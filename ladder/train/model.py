@@ -92,8 +92,11 @@ class Attention(nnx.Module):
     def __call__(self, x, cos, sin):
         b, t, d = x.shape
         h, dh = self.n_heads, self.head_dim
-        qkv = jnp.einsum("btd,dshe->sbhte", x, self.wqkv[...].reshape(d, 3, h, dh))
-        q, k, v = qkv[0], qkv[1], qkv[2]
+        # One product per projection from slices of the fused weight: slicing the (d, 3d) weight is
+        # cheap, while slicing a fused (3, B, H, T, Dh) activation copies it and its gradient pads it
+        # back (13% of a d128 step's kernel time went to those copies and pads; 3-9% faster steps).
+        w = self.wqkv[...]
+        q, k, v = (jnp.einsum("btd,dhe->bhte", x, w[:, i * d:(i + 1) * d].reshape(d, h, dh)) for i in range(3))
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)

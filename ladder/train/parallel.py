@@ -78,9 +78,15 @@ class Layout:
 
 
 def device_count(rung: RungSpec) -> int:
-    """The number of local devices ``rung`` trains on; a SpecError (one line) when that cannot work."""
+    """The number of local devices ``rung`` trains on; a SpecError (one line) when that cannot work.
+
+    ``devices`` 0 takes every local device the batch splits over evenly (the most that divide it),
+    so a batch of 14 on a 4-device node trains on 2.
+    """
     local = jax.local_devices()
-    want = rung.resources.devices or len(local)
+    if not rung.resources.devices:
+        return max(n for n in range(1, len(local) + 1) if rung.batch_size % n == 0)
+    want = rung.resources.devices
     where = f"{rung.name}.resources.devices"
     if want > len(local):
         raise SpecError([f"{where}: {want} devices asked for but this node has {len(local)} "

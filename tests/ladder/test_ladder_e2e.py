@@ -69,6 +69,10 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
         assert any((d / "checkpoints").iterdir())
         prov = json.loads((d / "step.json").read_text())
         assert prov["reason"].startswith("new") and "config" in prov
+    # The 2-CPU hero's Ray worker started with one XLA host device per CPU and trained data-parallel.
+    hero = json.loads((steps["hero"]["dir"] / "result.json").read_text())
+    assert hero["devices"] == 2 and hero["parallel"] == "replicated"
+    assert json.loads((steps["rung_1"]["dir"] / "result.json").read_text())["devices"] == 1
     # Larger rungs reach lower loss: the ladder really trained.
     finals = [json.loads((steps[f"rung_{i}"]["dir"] / "result.json").read_text())["final_eval_loss"] for i in range(1, 5)]
     assert finals == sorted(finals, reverse=True)

@@ -84,7 +84,7 @@ CHILD = textwrap.dedent("""
 
     # Device counts that cannot work are one line naming the field, before any compile.
     errors = {}
-    for key, r in (("too_many", rung(DENSE, 4, "fsdp")), ("indivisible", rung(DENSE, 0, "fsdp", batch=3))):
+    for key, r in (("too_many", rung(DENSE, 4, "fsdp")), ("indivisible", rung(DENSE, 2, "fsdp", batch=3))):
         try:
             train(r, data, f"{out}/bad-{key}")
             errors[key] = None
