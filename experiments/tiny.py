@@ -25,6 +25,11 @@ draw, and the seed-to-seed spread quoted is the yardstick):
 - This file, two seeds per size and the compute law on finals: backtest -0.31% at 4.1x; hero
   predicted 1.2362 [1.1918, 1.2822], actual 1.2725 (-2.85%, inside the interval). Every law tried
   here under-predicts the hero's loss by 2-4%: the rungs span 1.6 decades, too little to pin E.
+- The same ladder after a change that only moved float rounding (q, k and v as three products
+  instead of one fused one; the hero now data-parallel over two host devices): every rung moved by
+  0.1-2.4% (rung_3 by +2.4%), the backtest went to +2.71% and the gate BLOCKED the hero; forced,
+  it predicted 1.2178 [1.1543, 1.2847] against an actual 1.2680 (-3.96%, inside), curve 3.63%.
+  So one build's figures are one draw: two seeds per size leave the 4x backtest about +-3% wide.
 """
 
 import dataclasses
