@@ -220,6 +220,7 @@ def _end_to_end(spec) -> float:
 
 def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from ladder.spec import ModelSpec
     from ladder.train.loop import DEFAULT_STEPS_PER_CALL
 
     rounds = int(os.environ.get("LADDER_BENCH_ROUNDS", "3"))
@@ -250,8 +251,6 @@ def main() -> None:
     if host:
         host.close()
     peak = max(peaks)
-    from ladder.spec import ModelSpec
-
     e2e = _end_to_end(ModelSpec(d_model=128, n_layers=4, n_heads=4))
     load1 = os.getloadavg()[0]
 

@@ -196,8 +196,8 @@ class OptimSpec:
 class Resources:
     """What a run asks of the cluster, and how it spreads over the devices of the node it lands on.
 
-    ``devices``: how many local devices the run's data-parallel mesh spans (0: every device of its
-    node); the batch must divide evenly over them. ``parallel``: ``replicated`` keeps a full copy of
+    ``devices``: how many local devices the run's data-parallel mesh spans (0: the most devices of
+    its node that the batch divides over evenly); an explicit count must divide the batch. ``parallel``: ``replicated`` keeps a full copy of
     the parameters and optimizer state on every device; ``fsdp`` shards each large parameter (and its
     optimizer state) over the devices. ``cpu_devices``: on a run without GPUs, the number of XLA host
     devices its process splits into (0: one per whole CPU asked for; 1: one multi-threaded device), so
@@ -507,7 +507,8 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
     _choice(problems, f"{path}.resources.parallel", res.parallel, PARALLEL_MODES)
     if _check_type(problems, f"{path}.resources.devices", res.devices, (int,), "a non-negative integer"):
         if res.devices < 0:
-            problems.append(f"{path}.resources.devices: must be >= 0 (0: every device of the node), got {res.devices}")
+            problems.append(f"{path}.resources.devices: must be >= 0 (0: every device the batch divides over), "
+                            f"got {res.devices}")
         elif res.devices and isinstance(r.batch_size, int) and r.batch_size > 0 and r.batch_size % res.devices:
             problems.append(
                 f"{path}.resources.devices: batch_size {r.batch_size} does not split over {res.devices} devices; "

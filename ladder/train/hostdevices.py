@@ -44,10 +44,7 @@ def worker_env(res: Resources) -> dict[str, str]:
     return {"XLA_FLAGS": wanted} if wanted != current else {}
 
 
-def apply_here(res: Resources) -> bool:
-    """Set this process's XLA_FLAGS for ``res`` if JAX has not been imported yet; True when set."""
-    env = worker_env(res)
-    if not env or "jax" in sys.modules:
-        return False
-    os.environ.update(env)
-    return True
+def apply_here(res: Resources) -> None:
+    """Set this process's XLA_FLAGS for ``res``, unless JAX is already imported (too late to matter)."""
+    if "jax" not in sys.modules:
+        os.environ.update(worker_env(res))

@@ -19,6 +19,7 @@ with the previous handler. A non-finite loss ends the run FAILED (result.json sa
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -197,321 +198,302 @@ def train(
     :class:`Diverged` after writing the FAILED result instead of returning it.
     ``steps_per_call`` (default 8, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
     """
-    output = open_output(out_dir)
-    try:
-        return _train(rung, data, output, max_steps=max_steps, callbacks=callbacks, progress=progress,
-                      raise_on_divergence=raise_on_divergence, steps_per_call=steps_per_call, dispatch=dispatch)
-    finally:
-        if output is not out_dir:
-            output.close()
+    # Close the mirror only when it was opened here: a caller's OutputDir stays open for its own writes.
+    with contextlib.nullcontext(out_dir) if isinstance(out_dir, OutputDir) else open_output(out_dir) as output:
+        t_start = time.perf_counter()
+        if isinstance(rung, Mapping):
+            rung = rung_from_dict(rung)
+        if isinstance(data, Mapping):
+            data = data_from_dict(data)
+        if not isinstance(rung.batch_size, int) or not isinstance(rung.optim.lr, float | int) or rung.seed is None:
+            rung = resolve_rung(rung, rung.seed if rung.seed is not None else 0)
+        out = output.local
+        total_steps = rung.steps
+        stop = total_steps if max_steps is None else max(1, min(total_steps, int(max_steps)))
 
+        prev = out / "result.json"
+        if prev.exists():
+            try:
+                import json
 
-def _train(
-    rung: RungSpec | Mapping[str, Any],
-    data: DataSpec | Mapping[str, Any],
-    output: OutputDir,
-    *,
-    max_steps: int | None = None,
-    callbacks: Sequence[Callback] = (),
-    progress: Callable[[dict], None] | None = None,
-    raise_on_divergence: bool = False,
-    steps_per_call: int | None = None,
-    dispatch: str = "capacity",
-) -> dict:
-    t_start = time.perf_counter()
-    if isinstance(rung, Mapping):
-        rung = rung_from_dict(rung)
-    if isinstance(data, Mapping):
-        data = data_from_dict(data)
-    if not isinstance(rung.batch_size, int) or not isinstance(rung.optim.lr, float | int) or rung.seed is None:
-        rung = resolve_rung(rung, rung.seed if rung.seed is not None else 0)
-    out = output.local
-    total_steps = rung.steps
-    stop = total_steps if max_steps is None else max(1, min(total_steps, int(max_steps)))
+                old = json.loads(prev.read_text())
+                if old.get("status") == "SUCCESS" and old.get("complete") and old.get("total_steps") == total_steps:
+                    _call(callbacks, "on_end", old)
+                    return old
+            except (ValueError, OSError):
+                pass
+            prev.unlink(missing_ok=True)
+        write_json_atomic(out / "train_config.json", {"rung": to_dict(rung), "data": to_dict(data)})
 
-    prev = out / "result.json"
-    if prev.exists():
-        try:
-            import json
+        mspec = rung.model
+        seed = int(rung.seed)
+        k = max(1, int(steps_per_call or DEFAULT_STEPS_PER_CALL))
+        batch, seq = rung.batch_size, rung.seq_len
+        tokens_per_step = batch * seq
+        fpt = mspec.flops_per_token(seq)
 
-            old = json.loads(prev.read_text())
-            if old.get("status") == "SUCCESS" and old.get("complete") and old.get("total_steps") == total_steps:
-                _call(callbacks, "on_end", old)
-                return old
-        except (ValueError, OSError):
-            pass
-        prev.unlink(missing_ok=True)
-    write_json_atomic(out / "train_config.json", {"rung": to_dict(rung), "data": to_dict(data)})
-
-    mspec = rung.model
-    seed = int(rung.seed)
-    k = max(1, int(steps_per_call or DEFAULT_STEPS_PER_CALL))
-    batch, seq = rung.batch_size, rung.seq_len
-    tokens_per_step = batch * seq
-    fpt = mspec.flops_per_token(seq)
-
-    mixture = Mixture(data, seq, seed)
-    fm = build(mspec, seed, dispatch=dispatch)
-    opt = optim_lib.make_optimizer(rung.optim, fm.params)
-    mults = optim_lib.lr_multipliers(fm.param_names, rung.optim)
-    params, bias = fm.params, fm.bias
-    opt_state = opt.init(params)
-    # None on one device: the single-device path is left exactly as it was (bit-identical numerics).
-    layout = plan(rung, params, bias, opt_state)
-    if layout is not None:
-        params, bias, opt_state = layout.place(params, bias, opt_state)
-        print(f"[ladder.train] {rung.name}: data parallel over {layout.n} {jax.local_devices()[0].platform} "
-              f"devices, parameters {layout.mode}", flush=True)
-    lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
-    branches = optim_lib.branch_points(rung, total_steps)
-    eval_every = rung.eval_every or max(1, total_steps // 10)
-    ckpt_every = rung.checkpoint_every or max(1, total_steps // 10)
-
-    ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
-    start, wall_offset = 0, 0.0
-    restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
-    while restored is None and output.fetch_checkpoint():  # a URL's newest was unreadable: try the next
-        restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
-    if restored is not None:
-        start, params, bias, opt_state, meta = restored
-        output.checkpoint(ckpt.max_to_keep)  # a corrupt checkpoint was moved aside: the URL's copy goes too
+        mixture = Mixture(data, seq, seed)
+        fm = build(mspec, seed, dispatch=dispatch)
+        opt = optim_lib.make_optimizer(rung.optim, fm.params)
+        mults = optim_lib.lr_multipliers(fm.param_names, rung.optim)
+        params, bias = fm.params, fm.bias
+        opt_state = opt.init(params)
+        # None on one device: the single-device path is left exactly as it was (bit-identical numerics).
+        layout = plan(rung, params, bias, opt_state)
         if layout is not None:
             params, bias, opt_state = layout.place(params, bias, opt_state)
-        else:
-            params = {n: jnp.asarray(v) for n, v in params.items()}
-            bias = {n: jnp.asarray(v) for n, v in bias.items()}
-            opt_state = jax.tree.map(jnp.asarray, opt_state)
-        wall_offset = float(meta["wall_s"])
-        print(f"[ladder.train] {rung.name}: resumed from step {start}", flush=True)
+            print(f"[ladder.train] {rung.name}: data parallel over {layout.n} {jax.local_devices()[0].platform} "
+                  f"devices, parameters {layout.mode}", flush=True)
+        lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
+        branches = optim_lib.branch_points(rung, total_steps)
+        eval_every = rung.eval_every or max(1, total_steps // 10)
+        ckpt_every = rung.checkpoint_every or max(1, total_steps // 10)
 
-    metrics_w = JsonlWriter(out / "metrics.jsonl", keep_until=start)
-    eval_w = JsonlWriter(out / "eval.jsonl", keep_until=start)
-    events_w = JsonlWriter(out / "events.jsonl", keep_until=start)
-    (out / "branches").mkdir(exist_ok=True)
-    branch_rows = [r for r in read_jsonl(out / "branches.jsonl") if r.get("start", 0) <= start]
-    write_json_lines(out / "branches.jsonl", branch_rows)
+        ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
+        start, wall_offset = 0, 0.0
+        restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
+        while restored is None and output.fetch_checkpoint():  # a URL's newest was unreadable: try the next
+            restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
+        if restored is not None:
+            start, params, bias, opt_state, meta = restored
+            output.checkpoint(ckpt.max_to_keep)  # a corrupt checkpoint was moved aside: the URL's copy goes too
+            if layout is not None:
+                params, bias, opt_state = layout.place(params, bias, opt_state)
+            else:
+                params = {n: jnp.asarray(v) for n, v in params.items()}
+                bias = {n: jnp.asarray(v) for n, v in bias.items()}
+                opt_state = jax.tree.map(jnp.asarray, opt_state)
+            wall_offset = float(meta["wall_s"])
+            print(f"[ladder.train] {rung.name}: resumed from step {start}", flush=True)
 
-    chunk_fn = make_train_chunk(fm, opt, mults, layout)
-    eval_fn = make_eval(fm, layout)
-    peak = measured_peak_flops()
-    detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
-    bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None
-    if start > 0:  # warm the detectors with the history kept
-        for row in metrics_w.rows_kept:
-            for d in detectors:
-                d.update(row["step"], row.get(d.metric))
-
-    boundaries = {stop}
-    boundaries |= set(range(eval_every, stop, eval_every)) | set(range(ckpt_every, stop, ckpt_every))
-    boundaries |= {b["start"] for b in branches if b["start"] < stop}
-    boundaries = sorted(b for b in boundaries if b > start)
-
-    sigterm = _Sigterm()
-    sigterm.install()
-    state = {
-        "last_finite": metrics_w.rows_kept[-1] if metrics_w.rows_kept else None,
-        "eval": eval_w.rows_kept[-1] if eval_w.rows_kept else None,
-        "tokens_timed": 0,
-        "time_timed": 0.0,
-        "compiled": set(),
-        "log_t": time.perf_counter(),
-        "log_step": start,
-        "loss_sum": 0.0,
-        "loss_n": 0,
-    }
-
-    def wall() -> float:
-        return wall_offset + time.perf_counter() - t_start
-
-    def run_eval(p, b, step: int) -> dict:
-        row = {"step": step, "tokens": step * tokens_per_step, "flops": step * tokens_per_step * fpt}
-        tot_loss, tot_bpb = 0.0, 0.0
-        for i, dom in enumerate(mixture.domains):
-            windows = mixture.eval_windows(i, data.eval_tokens)
-            n = windows.shape[0]
-            pad = (-n) % batch
-            w = np.concatenate([np.ones(n, np.float32), np.zeros(pad, np.float32)])
-            windows = np.concatenate([windows, np.zeros((pad, seq + 1), np.int32)])
-            s_nll, s_cnt = 0.0, 0.0
-            for j in range(0, windows.shape[0], batch):
-                a, c = eval_fn(p, b, windows[j : j + batch], w[j : j + batch])
-                s_nll += float(a)
-                s_cnt += float(c)
-            loss = s_nll / max(s_cnt, 1.0)
-            n_bytes = mixture.tokenizer.n_bytes(windows[:n, 1:])
-            bpb = s_nll / math.log(2) / max(n_bytes, 1)
-            row[f"eval_loss/{dom.name}"] = loss
-            row[f"bpb/{dom.name}"] = bpb
-            tot_loss += mixture.weights[i] * loss
-            tot_bpb += mixture.weights[i] * bpb
-        row["eval_loss"] = tot_loss
-        row["bpb"] = tot_bpb
-        return row
-
-    def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):
-        """Run steps first..end-1; on_rows(list of per-step metric dicts) after each chunk.
-
-        Returns (p, b, o, failed_step or None, step reached)."""
-        segs = _segments(first, end, k)
-        nxt = mixture.batches(segs[0][0], segs[0][1], batch) if segs else None
-        for idx, (s0, n) in enumerate(segs):
-            t0 = time.perf_counter()
-            p_new, b_new, o_new, m = chunk_fn(p, b, o, nxt, lr_of(s0, n))
-            if idx + 1 < len(segs):  # build the next batches while the chunk runs
-                s1, n1 = segs[idx + 1]
-                nxt = mixture.batches(s1, n1, batch)
-            m = jax.device_get(m)
-            dt = time.perf_counter() - t0
-            if n in state["compiled"]:
-                state["tokens_timed"] += n * tokens_per_step
-                state["time_timed"] += dt
-            state["compiled"].add(n)
-            rows = []
-            failed = None
-            for i in range(n):
-                row = {key: (np.asarray(v[i]).tolist()) for key, v in m.items()}
-                row["step"] = s0 + i + 1
-                rows.append(row)
-                if failed is None and not math.isfinite(row["loss"]):
-                    failed = row["step"]
-            on_rows(rows, failed)
-            if failed is not None:
-                return p, b, o, failed, s0
-            p, b, o = p_new, b_new, o_new
-            if sigterm.flag:
-                return p, b, o, None, s0 + n
-        return p, b, o, None, end
-
-    def main_rows(rows: list[dict], failed: int | None) -> None:
-        for r in rows:
-            step = r["step"]
-            if failed is not None and step >= failed:
-                break
-            full = _row(r, step)
-            state["last_finite"] = full
-            for d in detectors:
-                ev = d.update(step, full.get(d.metric))
-                if ev:
-                    events_w.write(ev)
-            if bias_detector is not None:
-                ev = bias_detector.update(step, float(np.linalg.norm(r["router_bias_norm"])))
-                if ev:
-                    events_w.write(ev)
-            # Tiny CPU batches make one step's loss noisy (~10%); the mean over the logged interval is
-            # what curves are fitted and compared on.
-            state["loss_sum"] += full["loss"]
-            state["loss_n"] += 1
-            if step % rung.log_every == 0 or step == stop:
-                full["loss_mean"] = state["loss_sum"] / state["loss_n"]
-                state["loss_sum"], state["loss_n"] = 0.0, 0
-                now = time.perf_counter()
-                dt = max(now - state["log_t"], 1e-9)
-                tps = (step - state["log_step"]) * tokens_per_step / dt
-                state["log_t"], state["log_step"] = now, step
-                full["tokens_per_s"] = tps
-                full["mfu"] = tps * fpt / peak
-                full["wall_s"] = wall()
-                metrics_w.write(full)
-                output.sync()
-                _call(callbacks, "on_step", step, full)
-                if progress is not None:
-                    left = (stop - step) * tokens_per_step / tps if tps > 0 else None
-                    progress({"step": step, "total_steps": stop, "tokens": full["tokens"], "loss": full["loss"],
-                              "tokens_per_s": tps, "eta_s": left})
-
-    def _row(r: dict, step: int) -> dict:
-        full = {"step": step, "tokens": step * tokens_per_step}
-        for key in ("loss", "lr", "grad_norm", "param_norm", "update_norm", "objective"):
-            full[key] = float(r[key])
-        if "router_bias_norm" in r:
-            for i, v in enumerate(r["router_bias_norm"]):
-                full[f"router_bias_norm_l{i}"] = float(v)
-            for key in ("expert_load_max_over_mean", "drop_rate", "routing_entropy", "aux_loss"):
-                full[key] = float(r[key])
-        full["flops"] = step * tokens_per_step * fpt
-        return full
-
-    def run_branch(p, b, o, br: dict) -> None:
-        start_b, end_b = br["start"], br["end"]
-        blr = optim_lib.branch_schedule(rung, start_b, end_b).astype(np.float32)
-        curve: list[list[float]] = []
-        status = {"failed": None}
-
-        def rows_cb(rows, failed):
-            for r in rows:
-                curve.append([r["step"], float(r["lr"]), float(r["loss"])])
-            status["failed"] = failed
-
-        p2, b2, _, failed, _ = run_steps(p, b, o, start_b, end_b, lambda s0, n: blr[s0 - start_b : s0 - start_b + n],
-                                      rows_cb)
-        rec = {"frac": br["frac"], "start": start_b, "steps": end_b, "tokens": end_b * tokens_per_step,
-               "flops": end_b * tokens_per_step * fpt}
-        if failed is not None:
-            rec.update(status="FAILED", failed_step=failed, final_eval_loss=None, final_train_loss=None)
-        elif sigterm.flag:
-            return
-        else:
-            ev = run_eval(p2, b2, end_b)
-            tail = [c[2] for c in curve[-max(1, min(len(curve), rung.log_every)) :]]
-            rec.update(status="SUCCESS", final_eval_loss=ev["eval_loss"], final_train_loss=float(np.mean(tail)),
-                       final_eval_loss_by_domain={d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains},
-                       eval=ev)
-        write_json_lines(out / "branches" / f"branch-{br['frac']:g}.jsonl",
-                         [{"step": s, "lr": lr, "loss": loss} for s, lr, loss in curve])
-        rec["curve"] = curve
-        branch_rows.append(rec)
+        metrics_w = JsonlWriter(out / "metrics.jsonl", keep_until=start)
+        eval_w = JsonlWriter(out / "eval.jsonl", keep_until=start)
+        events_w = JsonlWriter(out / "events.jsonl", keep_until=start)
+        (out / "branches").mkdir(exist_ok=True)
+        branch_rows = [r for r in read_jsonl(out / "branches.jsonl") if r.get("start", 0) <= start]
         write_json_lines(out / "branches.jsonl", branch_rows)
 
-    def save(step: int) -> None:
-        ckpt.save(step, params, bias, opt_state, {"step": step, "seed": seed, "wall_s": wall()})
+        chunk_fn = make_train_chunk(fm, opt, mults, layout)
+        eval_fn = make_eval(fm, layout)
+        peak = measured_peak_flops()
+        detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
+        bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None
+        if start > 0:  # warm the detectors with the history kept
+            for row in metrics_w.rows_kept:
+                for d in detectors:
+                    d.update(row["step"], row.get(d.metric))
+
+        boundaries = {stop}
+        boundaries |= set(range(eval_every, stop, eval_every)) | set(range(ckpt_every, stop, ckpt_every))
+        boundaries |= {b["start"] for b in branches if b["start"] < stop}
+        boundaries = sorted(b for b in boundaries if b > start)
+
+        sigterm = _Sigterm()
+        sigterm.install()
+        state = {
+            "last_finite": metrics_w.rows_kept[-1] if metrics_w.rows_kept else None,
+            "eval": eval_w.rows_kept[-1] if eval_w.rows_kept else None,
+            "tokens_timed": 0,
+            "time_timed": 0.0,
+            "compiled": set(),
+            "log_t": time.perf_counter(),
+            "log_step": start,
+            "loss_sum": 0.0,
+            "loss_n": 0,
+        }
+
+        def wall() -> float:
+            return wall_offset + time.perf_counter() - t_start
+
+        def run_eval(p, b, step: int) -> dict:
+            row = {"step": step, "tokens": step * tokens_per_step, "flops": step * tokens_per_step * fpt}
+            tot_loss, tot_bpb = 0.0, 0.0
+            for i, dom in enumerate(mixture.domains):
+                windows = mixture.eval_windows(i, data.eval_tokens)
+                n = windows.shape[0]
+                pad = (-n) % batch
+                w = np.concatenate([np.ones(n, np.float32), np.zeros(pad, np.float32)])
+                windows = np.concatenate([windows, np.zeros((pad, seq + 1), np.int32)])
+                s_nll, s_cnt = 0.0, 0.0
+                for j in range(0, windows.shape[0], batch):
+                    a, c = eval_fn(p, b, windows[j : j + batch], w[j : j + batch])
+                    s_nll += float(a)
+                    s_cnt += float(c)
+                loss = s_nll / max(s_cnt, 1.0)
+                n_bytes = mixture.tokenizer.n_bytes(windows[:n, 1:])
+                bpb = s_nll / math.log(2) / max(n_bytes, 1)
+                row[f"eval_loss/{dom.name}"] = loss
+                row[f"bpb/{dom.name}"] = bpb
+                tot_loss += mixture.weights[i] * loss
+                tot_bpb += mixture.weights[i] * bpb
+            row["eval_loss"] = tot_loss
+            row["bpb"] = tot_bpb
+            return row
+
+        def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):
+            """Run steps first..end-1; on_rows(list of per-step metric dicts) after each chunk.
+
+            Returns (p, b, o, failed_step or None, step reached)."""
+            segs = _segments(first, end, k)
+            nxt = mixture.batches(segs[0][0], segs[0][1], batch) if segs else None
+            for idx, (s0, n) in enumerate(segs):
+                t0 = time.perf_counter()
+                p_new, b_new, o_new, m = chunk_fn(p, b, o, nxt, lr_of(s0, n))
+                if idx + 1 < len(segs):  # build the next batches while the chunk runs
+                    s1, n1 = segs[idx + 1]
+                    nxt = mixture.batches(s1, n1, batch)
+                m = jax.device_get(m)
+                dt = time.perf_counter() - t0
+                if n in state["compiled"]:
+                    state["tokens_timed"] += n * tokens_per_step
+                    state["time_timed"] += dt
+                state["compiled"].add(n)
+                rows = []
+                failed = None
+                for i in range(n):
+                    row = {key: (np.asarray(v[i]).tolist()) for key, v in m.items()}
+                    row["step"] = s0 + i + 1
+                    rows.append(row)
+                    if failed is None and not math.isfinite(row["loss"]):
+                        failed = row["step"]
+                on_rows(rows, failed)
+                if failed is not None:
+                    return p, b, o, failed, s0
+                p, b, o = p_new, b_new, o_new
+                if sigterm.flag:
+                    return p, b, o, None, s0 + n
+            return p, b, o, None, end
+
+        def main_rows(rows: list[dict], failed: int | None) -> None:
+            for r in rows:
+                step = r["step"]
+                if failed is not None and step >= failed:
+                    break
+                full = _row(r, step)
+                state["last_finite"] = full
+                for d in detectors:
+                    ev = d.update(step, full.get(d.metric))
+                    if ev:
+                        events_w.write(ev)
+                if bias_detector is not None:
+                    ev = bias_detector.update(step, float(np.linalg.norm(r["router_bias_norm"])))
+                    if ev:
+                        events_w.write(ev)
+                # Tiny CPU batches make one step's loss noisy (~10%); the mean over the logged interval is
+                # what curves are fitted and compared on.
+                state["loss_sum"] += full["loss"]
+                state["loss_n"] += 1
+                if step % rung.log_every == 0 or step == stop:
+                    full["loss_mean"] = state["loss_sum"] / state["loss_n"]
+                    state["loss_sum"], state["loss_n"] = 0.0, 0
+                    now = time.perf_counter()
+                    dt = max(now - state["log_t"], 1e-9)
+                    tps = (step - state["log_step"]) * tokens_per_step / dt
+                    state["log_t"], state["log_step"] = now, step
+                    full["tokens_per_s"] = tps
+                    full["mfu"] = tps * fpt / peak
+                    full["wall_s"] = wall()
+                    metrics_w.write(full)
+                    output.sync()
+                    _call(callbacks, "on_step", step, full)
+                    if progress is not None:
+                        left = (stop - step) * tokens_per_step / tps if tps > 0 else None
+                        progress({"step": step, "total_steps": stop, "tokens": full["tokens"], "loss": full["loss"],
+                                  "tokens_per_s": tps, "eta_s": left})
+
+        def _row(r: dict, step: int) -> dict:
+            full = {"step": step, "tokens": step * tokens_per_step}
+            for key in ("loss", "lr", "grad_norm", "param_norm", "update_norm", "objective"):
+                full[key] = float(r[key])
+            if "router_bias_norm" in r:
+                for i, v in enumerate(r["router_bias_norm"]):
+                    full[f"router_bias_norm_l{i}"] = float(v)
+                for key in ("expert_load_max_over_mean", "drop_rate", "routing_entropy", "aux_loss"):
+                    full[key] = float(r[key])
+            full["flops"] = step * tokens_per_step * fpt
+            return full
+
+        def run_branch(p, b, o, br: dict) -> None:
+            start_b, end_b = br["start"], br["end"]
+            blr = optim_lib.branch_schedule(rung, start_b, end_b).astype(np.float32)
+            curve: list[list[float]] = []
+            status = {"failed": None}
+
+            def rows_cb(rows, failed):
+                for r in rows:
+                    curve.append([r["step"], float(r["lr"]), float(r["loss"])])
+                status["failed"] = failed
+
+            p2, b2, _, failed, _ = run_steps(p, b, o, start_b, end_b, lambda s0, n: blr[s0 - start_b : s0 - start_b + n],
+                                          rows_cb)
+            rec = {"frac": br["frac"], "start": start_b, "steps": end_b, "tokens": end_b * tokens_per_step,
+                   "flops": end_b * tokens_per_step * fpt}
+            if failed is not None:
+                rec.update(status="FAILED", failed_step=failed, final_eval_loss=None, final_train_loss=None)
+            elif sigterm.flag:
+                return
+            else:
+                ev = run_eval(p2, b2, end_b)
+                tail = [c[2] for c in curve[-max(1, min(len(curve), rung.log_every)) :]]
+                rec.update(status="SUCCESS", final_eval_loss=ev["eval_loss"], final_train_loss=float(np.mean(tail)),
+                           final_eval_loss_by_domain={d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains},
+                           eval=ev)
+            write_json_lines(out / "branches" / f"branch-{br['frac']:g}.jsonl",
+                             [{"step": s, "lr": lr, "loss": loss} for s, lr, loss in curve])
+            rec["curve"] = curve
+            branch_rows.append(rec)
+            write_json_lines(out / "branches.jsonl", branch_rows)
+
+        def save(step: int) -> None:
+            ckpt.save(step, params, bias, opt_state, {"step": step, "seed": seed, "wall_s": wall()})
+            output.checkpoint(ckpt.max_to_keep)
+            _call(callbacks, "on_checkpoint", step)
+
+        failed_step = None
+        s = start
+        try:
+            for bnd in boundaries:
+                params, bias, opt_state, failed_step, reached = run_steps(
+                    params, bias, opt_state, s, bnd, lambda s0, n: lrs[s0 : s0 + n], main_rows
+                )
+                if failed_step is not None:
+                    break
+                if sigterm.flag:
+                    s = reached
+                    save(s)
+                    ckpt.close()
+                    for w in (metrics_w, eval_w, events_w):
+                        w.close()
+                    sigterm.restore_and_reraise()
+                    return {"status": "INTERRUPTED", "steps": s}
+                s = bnd
+                if s % eval_every == 0 or s == stop:
+                    row = run_eval(params, bias, s)
+                    eval_w.write(row)
+                    state["eval"] = row
+                    _call(callbacks, "on_eval", s, row)
+                for br in branches:
+                    if br["start"] == s:
+                        run_branch(params, bias, opt_state, br)
+                if s % ckpt_every == 0 or s == stop:
+                    save(s)
+        finally:
+            sigterm.uninstall()
+
+        result = _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
+                         fpt, wall(), branch_rows, s, layout)
+        if failed_step is not None:
+            events_w.write({"step": failed_step, "event": "divergence", "metric": "loss", "value": None,
+                            "size": None, "message": result["message"]})
+        for w in (metrics_w, eval_w, events_w):
+            w.close()
+        ckpt.close()
+        write_json_atomic(out / "result.json", result)
+        _call(callbacks, "on_end", result)
         output.checkpoint(ckpt.max_to_keep)
-        _call(callbacks, "on_checkpoint", step)
-
-    failed_step = None
-    s = start
-    try:
-        for bnd in boundaries:
-            params, bias, opt_state, failed_step, reached = run_steps(
-                params, bias, opt_state, s, bnd, lambda s0, n: lrs[s0 : s0 + n], main_rows
-            )
-            if failed_step is not None:
-                break
-            if sigterm.flag:
-                s = reached
-                save(s)
-                ckpt.close()
-                for w in (metrics_w, eval_w, events_w):
-                    w.close()
-                sigterm.restore_and_reraise()
-                return {"status": "INTERRUPTED", "steps": s}
-            s = bnd
-            if s % eval_every == 0 or s == stop:
-                row = run_eval(params, bias, s)
-                eval_w.write(row)
-                state["eval"] = row
-                _call(callbacks, "on_eval", s, row)
-            for br in branches:
-                if br["start"] == s:
-                    run_branch(params, bias, opt_state, br)
-            if s % ckpt_every == 0 or s == stop:
-                save(s)
-    finally:
-        sigterm.uninstall()
-
-    result = _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
-                     fpt, wall(), branch_rows, s, layout)
-    if failed_step is not None:
-        events_w.write({"step": failed_step, "event": "divergence", "metric": "loss", "value": None,
-                        "size": None, "message": result["message"]})
-    for w in (metrics_w, eval_w, events_w):
-        w.close()
-    ckpt.close()
-    write_json_atomic(out / "result.json", result)
-    _call(callbacks, "on_end", result)
-    output.checkpoint(ckpt.max_to_keep)
-    if failed_step is not None and raise_on_divergence:
-        raise Diverged(result)
-    return result
+        if failed_step is not None and raise_on_divergence:
+            raise Diverged(result)
+        return result
 
 
 def write_json_lines(path: Path, rows: list[dict]) -> None:

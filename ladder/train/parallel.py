@@ -1,6 +1,6 @@
 """Data parallelism over the local devices of a node, through jax.sharding.
 
-A run spans ``resources.devices`` local devices (0: all of them) as a one-axis :class:`Mesh` named
+A run spans ``resources.devices`` local devices (0: the most that divide its batch) as a one-axis :class:`Mesh` named
 ``"data"``. Every batch is split along its batch dimension. Parameters, router bias and optimizer
 state are either replicated on every device (``resources.parallel = "replicated"``) or FSDP-sharded
 (``"fsdp"``): a leaf of at least :data:`FSDP_MIN_SIZE` elements is split along its largest dimension
@@ -80,8 +80,8 @@ class Layout:
 def device_count(rung: RungSpec) -> int:
     """The number of local devices ``rung`` trains on; a SpecError (one line) when that cannot work.
 
-    ``devices`` 0 takes every local device the batch splits over evenly (the most that divide it),
-    so a batch of 14 on a 4-device node trains on 2.
+    ``devices`` 0 takes the most local devices the batch splits over evenly: a batch of 14 on a
+    4-device node trains on 2.
     """
     local = jax.local_devices()
     if not rung.resources.devices:
@@ -90,7 +90,7 @@ def device_count(rung: RungSpec) -> int:
     where = f"{rung.name}.resources.devices"
     if want > len(local):
         raise SpecError([f"{where}: {want} devices asked for but this node has {len(local)} "
-                         f"({local[0].platform}); lower it, or set 0 for every device of the node"])
+                         f"({local[0].platform}); lower it, or set 0 for as many as the batch divides over"])
     if want > 1 and rung.batch_size % want:
         raise SpecError([f"{where}: batch_size {rung.batch_size} does not split over {want} devices; make "
                          f"batch_size a multiple of {want} or set resources.devices to a divisor of it"])

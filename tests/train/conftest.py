@@ -25,6 +25,13 @@ def make_rung(model=DENSE, steps=24, batch=4, seq=32, **kw) -> RungSpec:
     return RungSpec(**base)
 
 
+def resumable_rung(model, steps: int) -> RungSpec:
+    """A rung whose run crosses every boundary a resume must replay: checkpoints every 4 steps, evals
+    every 8, a WSD cooldown branch at half the run, a metrics row per step."""
+    return make_rung(model, steps=steps, checkpoint_every=4, eval_every=8, log_every=1,
+                     schedule=ScheduleSpec(kind="wsd", warmup_steps=2, decay_frac=0.25, branch_fracs=(0.5,)))
+
+
 @pytest.fixture(scope="session")
 def data_spec() -> DataSpec:
     return DataSpec(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ladder.spec import OptimSpec, ScheduleSpec, to_dict
+from ladder.spec import OptimSpec, to_dict
 from ladder.train import Diverged, train
 from ladder.train.metrics import read_jsonl
 
@@ -20,10 +20,9 @@ STEPS = 32
 
 @pytest.fixture(scope="session")
 def moe_rung():
-    from conftest import MOE, make_rung
+    from conftest import MOE, resumable_rung
 
-    return make_rung(MOE, steps=STEPS, checkpoint_every=4, eval_every=8, log_every=1,
-                     schedule=ScheduleSpec(kind="wsd", warmup_steps=2, decay_frac=0.25, branch_fracs=(0.5,)))
+    return resumable_rung(MOE, STEPS)
 
 
 @pytest.fixture(scope="session")

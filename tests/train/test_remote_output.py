@@ -14,7 +14,7 @@ import time
 import fsspec
 import pytest
 
-from ladder.spec import ScheduleSpec, to_dict
+from ladder.spec import to_dict
 from ladder.train import train
 from ladder.train.metrics import read_jsonl
 from ladder.train.mirror import COMPLETE_MARKER, OutputDir
@@ -24,10 +24,9 @@ STEPS = 24
 
 @pytest.fixture(scope="module")
 def rung():
-    from conftest import DENSE, make_rung
+    from conftest import DENSE, resumable_rung
 
-    return make_rung(DENSE, steps=STEPS, checkpoint_every=4, eval_every=8, log_every=1,
-                     schedule=ScheduleSpec(kind="wsd", warmup_steps=2, decay_frac=0.25, branch_fracs=(0.5,)))
+    return resumable_rung(DENSE, STEPS)
 
 
 @pytest.fixture(scope="module")
