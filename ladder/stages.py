@@ -220,9 +220,10 @@ def local_dirs(dep_dirs: Mapping[str, str], out_dir: str) -> Iterator[tuple[dict
 
 
 def train_step(config: dict, ctx) -> dict:
-    from ladder.train import train
+    from ladder.train import compile_cache, train
     from ladder.train.mirror import open_output
 
+    compile_cache.enable(ctx.out_dir)
     rung = rung_from_dict(config["rung"])
     data = data_from_dict(config["data"])
     # The trainer mirrors a remote out_dir through a local folder; callbacks that write beside it
@@ -307,8 +308,9 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
         out_dir = f"{spec.root.rstrip('/')}/{spec.name}/train-{rung_name}"
     else:
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
-    from ladder.train import train  # after apply_here: XLA reads its flags when JAX starts
+    from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
 
+    compile_cache.enable(out_dir)
     return train(rung, spec.data, out_dir, max_steps=max_steps)
 
 

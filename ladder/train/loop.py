@@ -46,6 +46,10 @@ from ladder.train.moe import update_bias
 from ladder.train.parallel import Layout, plan
 
 DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
+# Eval windows go through the model in calls of at least this many tokens (a whole number of training
+# batches, so they still split over the devices): a small rung's batch of 3 windows made its evals
+# hundreds of tiny calls.
+EVAL_TOKENS_PER_CALL = 8192
 
 
 class Diverged(RuntimeError):
@@ -305,18 +309,22 @@ def train(
         def wall() -> float:
             return wall_offset + time.perf_counter() - t_start
 
+        eval_rows = batch * max(1, EVAL_TOKENS_PER_CALL // (batch * seq))
+
         def run_eval(p, b, step: int) -> dict:
             row = {"step": step, "tokens": step * tokens_per_step, "flops": step * tokens_per_step * fpt}
             tot_loss, tot_bpb = 0.0, 0.0
             for i, dom in enumerate(mixture.domains):
                 windows = mixture.eval_windows(i, data.eval_tokens)
                 n = windows.shape[0]
-                pad = (-n) % batch
+                calls = -(-n // eval_rows)
+                rows = -(-n // (calls * batch)) * batch  # as few calls, the least padding
+                pad = (-n) % rows
                 w = np.concatenate([np.ones(n, np.float32), np.zeros(pad, np.float32)])
                 windows = np.concatenate([windows, np.zeros((pad, seq + 1), np.int32)])
                 s_nll, s_cnt = 0.0, 0.0
-                for j in range(0, windows.shape[0], batch):
-                    a, c = eval_fn(p, b, windows[j : j + batch], w[j : j + batch])
+                for j in range(0, windows.shape[0], rows):
+                    a, c = eval_fn(p, b, windows[j : j + rows], w[j : j + rows])
                     s_nll += float(a)
                     s_cnt += float(c)
                 loss = s_nll / max(s_cnt, 1.0)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), "ladder-test-jax-cache"))
@@ -53,3 +57,23 @@ def moe_spec():
 @pytest.fixture
 def rung_factory():
     return make_rung
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ladder_train(root: Path, run: str, steps: int, env: dict[str, str | None]) -> dict:
+    """``ladder train experiments/smoke.py RUN --steps STEPS`` in a fresh process (so JAX starts there,
+    after the CLI set up its flags and cache); ``env`` overrides the environment (None removes).
+    Returns the run's result.json."""
+    child = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    for key, value in env.items():
+        if value is None:
+            child.pop(key, None)
+        else:
+            child[key] = value
+    ladder = str(Path(sys.executable).parent / "ladder")
+    proc = subprocess.run([ladder, "train", str(REPO / "experiments" / "smoke.py"), run, "--root", str(root),
+                           "--steps", str(steps)], capture_output=True, text=True, timeout=300, cwd=REPO, env=child)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads((root / "smoke" / f"train-{run}" / "result.json").read_text())

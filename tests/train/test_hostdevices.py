@@ -48,25 +48,15 @@ def test_worker_env_only_for_runs_that_split(monkeypatch):
     assert hostdevices.worker_env(Resources(cpus=2.0)) == {}
 
 
-def _ladder_train(tmp_path: Path, xla_flags: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    env["JAX_PLATFORMS"] = "cpu"
-    if xla_flags is not None:
-        env["XLA_FLAGS"] = xla_flags
-    ladder = str(Path(sys.executable).parent / "ladder")
-    proc = subprocess.run([ladder, "train", str(REPO / "experiments" / "smoke.py"), "hero", "--root", str(tmp_path),
-                           "--steps", "4"], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return json.loads((tmp_path / "smoke" / "train-hero" / "result.json").read_text())
-
-
 @pytest.mark.slow
 def test_ladder_train_splits_a_two_cpu_run(tmp_path):
-    result = _ladder_train(tmp_path / "auto", None)
+    from conftest import ladder_train
+
+    result = ladder_train(tmp_path / "auto", "hero", 4, {"XLA_FLAGS": None})
     assert result["devices"] == 2 and result["parallel"] == "replicated"
     assert result["status"] == "SUCCESS"
     # a device count the user set wins
-    assert _ladder_train(tmp_path / "user", f"{hostdevices.FLAG}=1")["devices"] == 1
+    assert ladder_train(tmp_path / "user", "hero", 4, {"XLA_FLAGS": f"{hostdevices.FLAG}=1"})["devices"] == 1
 
 
 CHILD = r"""
