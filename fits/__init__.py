@@ -21,6 +21,10 @@ Whole-curve laws (curves: DataFrames with step, lr, loss)
     predict_schedule(result, schedule_df) -> loss at each row
     fit_joint_curves({N: [curves]}, law="multipower") -> FitResult; .model().predict(N, step, lr)
 
+Hyperparameter rules (fits.hparams; a sweep: one row per run)
+    fit_rule(budget, x, loss) -> RuleFit                     x_opt = coef * budget^exponent, per-budget
+                                                             parabola optima, bootstrap intervals
+
 FitResult (fits.result): law, params, objective, n_points, n_starts, converged, diagnostics,
 config, samples, ci, calibration; .model(), .predict(...), .to_json(), FitResult.from_json().
 Reference data loaders: fits.reference. Bad user input raises fits.io.InputError (a ValueError).

@@ -1,4 +1,4 @@
-"""`ladder fit`, `ladder predict`, `ladder curve-fit`, `ladder curve-predict`: the fits library on CSVs.
+"""`ladder fit`, `predict`, `curve-fit`, `curve-predict`, `fit-rule`: the fits library on CSVs.
 
 Bad input (a missing column, a non-positive or NaN value, too few points, an unreadable file, a
 bad option) is one line on stderr naming the file, column or field and the fix, exit code 2, and
@@ -217,7 +217,47 @@ def curve_predict_cmd(fit_json, schedule, out):
         click.echo(table.to_csv(index=False), nl=False)
 
 
+@click.command("fit-rule")
+@click.argument("sweep_csv", metavar="SWEEP.csv", type=click.Path(dir_okay=False))
+@click.option("--x", "x_col", default="lr", show_default=True, help="The swept hyperparameter's column.")
+@click.option("--budget", "budget_col", default="flops", show_default=True,
+              help="The budget column the rule is a power law in (flops, or params for a rule in N).")
+@click.option("--loss", "loss_col", default="final_eval_loss", show_default=True, help="The loss column.")
+@click.option("--where", "where", multiple=True, metavar="COL=VALUE",
+              help="Keep only rows whose COL equals VALUE (repeatable), e.g. --where sweep=lr.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rule as one JSON object.")
+@_input_errors
+def fit_rule_cmd(sweep_csv, x_col, budget_col, loss_col, where, as_json):
+    """Fit x_opt = coef * budget^exponent from a hyperparameter sweep (one row per run)."""
+    from fits.hparams import fit_rule
+    from fits.io import InputError, positive_column, read_table, require_columns
+
+    df = read_table(sweep_csv, "sweep CSV")
+    require_columns(df, (x_col, budget_col, loss_col), sweep_csv)
+    for cond in where:
+        col, sep, value = cond.partition("=")
+        if not sep:
+            raise InputError(f"--where {cond!r}: write it as COL=VALUE, e.g. --where sweep=lr")
+        require_columns(df, (col,), sweep_csv)
+        df = df[df[col].astype(str) == value]
+    if df.empty:
+        raise InputError(f"{sweep_csv}: no rows left after --where {' '.join(where)}; check the values")
+    rule = fit_rule(positive_column(df, budget_col, sweep_csv), positive_column(df, x_col, sweep_csv),
+                    pd.to_numeric(df[loss_col], errors="coerce").to_numpy(dtype=float))
+    if as_json:
+        click.echo(json.dumps(rule.to_dict()))
+        return
+    click.echo(f"{x_col}_opt = {rule.coef:.4g} * {budget_col}^{rule.exponent:.4f}")
+    for name, value in (("coef", rule.coef), ("exponent", rule.exponent)):
+        band = f"   90% [{rule.ci[name][0]:.4g}, {rule.ci[name][1]:.4g}]" if name in rule.ci else ""
+        click.echo(f"  {name:<8} = {value:.6g}{band}")
+    for o in rule.optima:
+        where_ = "edge of the sweep: a bound, left out of the fit" if o.at_edge else f"rule {float(rule(o.budget)):.4g}"
+        click.echo(f"  {budget_col} {o.budget:.4g}: {x_col}_opt {o.x_opt:.4g}, loss {o.loss_opt:.4f} "
+                   f"({o.n_values} values; {where_})")
+
+
 def register(group: click.Group) -> None:
-    """Add the four fits commands to the `ladder` group."""
-    for cmd in (fit_cmd, predict_cmd, curve_fit_cmd, curve_predict_cmd):
+    """Add the fits commands to the `ladder` group."""
+    for cmd in (fit_cmd, predict_cmd, curve_fit_cmd, curve_predict_cmd, fit_rule_cmd):
         group.add_command(cmd)

@@ -135,3 +135,20 @@ def test_predict_rejects_bad_level_and_missing_point(runs_csv, tmp_path):
     pred = tmp_path / "p.csv"
     code, _, err = run(["predict", str(fit_json), "--params", "-1e9", "--tokens", "1e10", "--out", str(pred)])
     assert code == 2 and "--params" in err and not pred.exists()
+
+
+def test_fit_rule_on_a_recorded_sweep_and_its_bad_input(tmp_path):
+    from pathlib import Path
+
+    sweeps = Path(__file__).resolve().parents[2] / "experiments" / "tiny_sweeps.csv"
+    code, out, _ = run(["fit-rule", str(sweeps), "--where", "sweep=lr", "--json"])
+    assert code == 0
+    rule = json.loads(out)
+    assert -0.3 < rule["exponent"] < -0.1 and len(rule["optima"]) == 3
+    # Without --where the batch sweep's rows join the LR sweep's and the optima change.
+    code, out_all, _ = run(["fit-rule", str(sweeps), "--json"])
+    assert code == 0 and json.loads(out_all)["optima"] != rule["optima"]
+    for args, needle in ((["--where", "sweep"], "COL=VALUE"), (["--where", "sweep=none"], "no rows left"),
+                         (["--x", "momentum"], "missing column 'momentum'")):
+        code, out, err = run(["fit-rule", str(sweeps), *args])
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1 and not out
