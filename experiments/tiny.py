@@ -39,6 +39,21 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   fits each size's mean log loss (fits/compute.py). Shipped, on those rungs: backtest +1.18% (gate
   passes); hero predicted 1.2182 [1.1761, 1.2618], actual 1.2680 (-3.93%, outside the narrower,
   no longer optimiser-inflated interval); curve second half 3.59%.
+- The LR rule refitted on rung sweeps (0.09 C^-0.125 -> 0.577 C^-0.183) and the batch coefficient
+  0.1 -> 0.07 (batches 3..9 -> 2..6, hero 14 -> 10): the rungs were 2-4% above their optimum at
+  the small end (d16 at the old rule's LR: 2.2175; at 1.41x: 2.1789) and at it at d48, which
+  steepened the law. The five size means moved by -3.8, -3.3, -2.5, -0.2 and -0.4%; the hero by
+  +0.03% (1.2680 -> 1.2684: its optimum is flat). Shipped (this file): backtest -0.08% at 4.1x;
+  hero predicted 1.2308 [1.1984, 1.2640], actual 1.2684 (-2.96%, just outside); curve 2.30%.
+- Where the miss comes from, measured beyond the rungs without touching the hero's recipe: a d64
+  run (2.8x the largest rung) lands 1.6% above the law, and the hero 3.0%: the loss bends away from
+  the rungs' straight line (local slope 0.106 across the rungs, 0.091 from d48 to d64, 0.070 from
+  d64 to the hero) just past the largest rung. Not the hero's two host devices (the hero on one
+  device: 1.2618, 0.5% from two), not its LR or batch (0.0021 / 14 and 0.0024 / 10 both 1.268),
+  not routing (its drop rate 1.6% against rung_5's 6.9%), not depth (four layers at d48 and d56:
+  0.9% and 3.2% above the law, worse than three). One candidate left untested: the tied 256-byte
+  output layer is rank-limited below d_model 256, and relief from that bottleneck may add slope
+  at the small rungs that stops near the hero's width.
 """
 
 import dataclasses
