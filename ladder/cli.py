@@ -306,6 +306,63 @@ def report(spec_path, root, as_json, overrides):
     return 0
 
 
+def _numbers(kind):
+    def parse(ctx, param, value):
+        if value is None:
+            return ()
+        try:
+            return tuple(kind(v) for v in value.split(",") if v.strip())
+        except ValueError:
+            raise click.BadParameter(f"{value!r}: give comma-separated numbers, e.g. 0.5,1,2") from None
+    return parse
+
+
+@main.command()
+@spec_argument
+@click.option("--rungs", "rung_names", required=True, help="Comma-separated rungs to sweep, e.g. rung_1,rung_3,rung_5.")
+@click.option("--lr", "lr_mults", default="0.5,0.71,1,1.41,2", show_default=True, callback=_numbers(float),
+              help="Multiples of each rung's own learning rate.")
+@click.option("--batch", "batches", default=None, callback=_numbers(int),
+              help="Batch sizes in sequences to cross with --lr (default: each rung's own).")
+@root_option
+@click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")
+@click.option("--dry-run", is_flag=True, help="Print the sweep's steps and run nothing.")
+@click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N runs at once.")
+@json_option
+@set_option
+def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_concurrent, as_json, overrides):
+    """Train rungs at several learning rates and fit lr_opt = coef * C^exponent (resumable)."""
+    from ladder import sweep as sweep_lib
+
+    spec = _spec(spec_path, overrides, root)
+    runs = sweep_lib.sweep_runs(spec, [n.strip() for n in rung_names.split(",") if n.strip()], lr_mults, batches)
+    if dry_run:
+        for e in sweep_lib.run_sweep(spec, runs, dry_run=True):
+            click.echo(f"{e.name:<24} {e.action:<5} {e.path}")
+        return 0
+    summary = sweep_lib.run_sweep(spec, runs, address=address or os.environ.get("RAY_ADDRESS"),
+                                  max_concurrent=max_concurrent, show_progress=sys.stdout.isatty())
+    if not summary.ok:
+        return _finish(sweep_lib.sweep_spec(spec), summary)
+    out, rule = sweep_lib.sweep_result(spec, runs)
+    if as_json:
+        click.echo(json.dumps({"dir": out, **rule}))
+        return 0
+    for r in rule["rules"]:
+        head = f"batch {r['batch']}: "
+        if "error" in r:
+            click.echo(head + r["error"])
+            continue
+        ci = r["ci"].get("exponent")
+        click.echo(head + f"lr_opt = {r['coef']:.4g} * C^{r['exponent']:.4f}"
+                   + (f"   exponent 90% [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+        for o in r["optima"]:
+            note = "at the edge of the sweep: widen it" if o["at_edge"] else "vertex"
+            click.echo(f"  C {o['budget']:.3g}: lr_opt {o['x_opt']:.4g}  loss {o['loss_opt']:.4f}  ({note})")
+    click.echo(f"sweep: {out}/{sweep_lib.SWEEP_CSV}")
+    return 0
+
+
 @main.command("import-results")
 @spec_argument
 @click.argument("results_csv", metavar="RESULTS.csv", type=click.Path(dir_okay=False))

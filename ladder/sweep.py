@@ -1,0 +1,122 @@
+"""`ladder sweep`: fit the recipe's learning-rate rule on its own rungs, as a resumable DAG.
+
+A rule that is right at the largest rung and wrong at the smallest makes the small rungs worse than
+they should be, steepens the fitted law and makes it under-predict the hero (the default ladder's
+rungs sat 2-4% above their optimum at the small end). So the rule is measured, not assumed: each
+named rung is trained at several multiples of its own learning rate (and optionally at other
+batch sizes), then one step collects the runs into sweep.csv and fits lr_opt = coef * C^exponent
+(fits.hparams) into rule.json. Runs live under ``<root>/<ladder>-sweep/``, content-addressed like
+the ladder's own, so a sweep resumes where it stopped and never touches the ladder's steps.
+
+    rung_1-lr0.5 .. rung_5-lr2 ──data──► sweep (sweep.csv, rule.json)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ladder import layout
+from ladder.spec import LadderSpec, RungSpec, SpecError
+
+COLLECT_FN = "ladder.sweep:collect_step"
+SWEEP_CSV = "sweep.csv"
+RULE_JSON = "rule.json"
+
+
+def sweep_runs(spec: LadderSpec, rung_names: Sequence[str], lr_mults: Sequence[float],
+               batches: Sequence[int] = ()) -> list[tuple[RungSpec, dict]]:
+    """Each (variant, what it varies) for the named rungs of a resolved spec."""
+    known = [r.name for r in spec.rungs]
+    problems = [f"--rungs: no rung named {n!r} (rungs: {', '.join(known)})" for n in rung_names if n not in known]
+    problems += [f"--lr: multiple {m:g} must be positive" for m in lr_mults if m <= 0]
+    problems += [f"--batch: {b} must be a positive number of sequences" for b in batches if b <= 0]
+    if problems:
+        raise SpecError(problems)
+    out = []
+    for name in rung_names:
+        rung = spec.rung(name)
+        for batch in batches or (rung.batch_size,):
+            for mult in lr_mults:
+                suffix = f"-lr{mult:g}" + (f"-b{batch}" if batches else "")
+                variant = dataclasses.replace(
+                    rung, name=rung.name + suffix, batch_size=batch,
+                    optim=dataclasses.replace(rung.optim, lr=rung.optim.lr * mult),
+                    # Cooldown branches only serve the ladder's two-dimensional fit.
+                    schedule=dataclasses.replace(rung.schedule, branch_fracs=()))
+                out.append((variant, {"rung": rung.name, "lr_mult": mult, "batch_size": batch,
+                                      "batch_setting": str(batch) if batches else "own"}))
+    return out
+
+
+def sweep_spec(spec: LadderSpec) -> LadderSpec:
+    """The spec whose name places the sweep's steps beside, not among, the ladder's."""
+    return dataclasses.replace(spec, name=f"{spec.name}-sweep")
+
+
+def build_sweep_steps(spec: LadderSpec, runs: list[tuple[RungSpec, dict]]) -> list:
+    from ladder.executor import Dep, Step
+    from ladder.stages import TRAIN_FN, _resources, _train_config
+
+    steps = [Step(name=run.name, fn=TRAIN_FN, config=_train_config(spec, run, "sweep"), resources=_resources(run),
+                  flops=run.flops, description=f"{meta['rung']} at {meta['lr_mult']:g}x its learning rate")
+             for run, meta in runs]
+    meta = {run.name: meta for run, meta in runs}
+    steps.append(Step(name="sweep", fn=COLLECT_FN, deps=tuple(Dep(r.name, kind="data") for r, _ in runs),
+                      config={"runs": meta}))
+    return steps
+
+
+def run_sweep(spec: LadderSpec, runs, *, address: str | None = None, max_concurrent: int | None = None,
+              dry_run: bool = False, show_progress: bool = False):
+    from ladder.executor import Executor
+    from ladder.spec import to_dict
+
+    target = sweep_spec(spec)
+    steps = build_sweep_steps(target, runs)
+    executor = Executor(target.root, target.name, address=address, max_concurrent=max_concurrent,
+                        show_progress=show_progress)
+    if dry_run:
+        return executor.plan(steps)
+    return executor.run(steps, runtime={"ladder": target.name, "wandb": to_dict(target.wandb)})
+
+
+def sweep_result(spec: LadderSpec, runs) -> tuple[str, dict]:
+    """The collect step's folder and its rule.json (empty until the sweep has run)."""
+    from ladder.executor import Executor
+    from ladder.stages import _read_json
+
+    target = sweep_spec(spec)
+    out = next(e.path for e in Executor(target.root, target.name).plan(build_sweep_steps(target, runs))
+               if e.name == "sweep")
+    return out, _read_json(target.root, out, RULE_JSON)
+
+
+def collect_step(config: dict, ctx) -> dict:
+    """sweep.csv (one row per run) and rule.json (the LR rule, where the sweep supports one)."""
+    import pandas as pd
+
+    from fits.hparams import fit_rule
+    from fits.io import InputError
+    from ladder.stages import local_dirs
+
+    with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
+        rows = []
+        for name, meta in config["runs"].items():
+            result = layout.read_json(f"{dep_dirs[name]}/result.json")
+            rows.append({"run": name, **meta, "lr": result["lr"], "flops": result["flops"],
+                         "tokens": result["tokens"], "steps": result["steps"], "seed": result["seed"],
+                         "final_eval_loss": result["final_eval_loss"]})
+        table = pd.DataFrame(rows)
+        layout.write_csv_atomic(f"{out_dir}/{SWEEP_CSV}", table)
+        # One rule per batch setting (each rung's own, or one --batch value): the LR optimum moves with it.
+        rules = []
+        for setting, group in table.groupby("batch_setting"):
+            entry = {"batch": setting}
+            try:
+                entry.update(fit_rule(group["flops"], group["lr"], group["final_eval_loss"]).to_dict())
+            except InputError as exc:  # too few values or budgets: the sweep says so instead of failing
+                entry["error"] = str(exc)
+            rules.append(entry)
+        layout.write_json_atomic(f"{out_dir}/{RULE_JSON}", {"x": "lr", "budget": "flops", "rules": rules})
+    return {"runs": len(rows), "rules": rules}
