@@ -15,11 +15,12 @@ out of the power law, because the true optimum lies somewhere beyond it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from fits.io import InputError
+from fits.isoflop import group_budgets
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class RuleFit:
 
     def to_dict(self) -> dict:
         return {"coef": self.coef, "exponent": self.exponent, "ci": self.ci,
-                "optima": [o.__dict__ for o in self.optima]}
+                "optima": [asdict(o) for o in self.optima]}
 
 
 def budget_optimum(x, loss, budget: float = float("nan"), neighbours: int = 1) -> Optimum:
@@ -76,8 +77,8 @@ def fit_rule(budget, x, loss, *, n_resamples: int = 500, seed: int = 0) -> RuleF
         raise InputError("budget, x and loss must be 1-D and the same length")
     if not (np.all(np.isfinite(loss)) and np.all(budget > 0) and np.all(x > 0)):
         raise InputError("budget and x must be positive and loss finite in every sweep row")
-    # Runs of one size differ in FLOPs only by rounding (batch * steps): group budgets within 1%.
-    keys = _group(budget)
+    # Runs of one size differ in FLOPs only by rounding (batch * steps), sizes by far more.
+    keys = group_budgets(budget)
     groups = [np.flatnonzero(keys == k) for k in np.unique(keys)]
     for g in groups:
         if len(np.unique(x[g])) < 3:
@@ -101,13 +102,3 @@ def fit_rule(budget, x, loss, *, n_resamples: int = 500, seed: int = 0) -> RuleF
         if ok.sum() >= 10 else {}
     return RuleFit(coef, exponent, tuple(optima), ci)
 
-
-def _group(budget: np.ndarray, rel: float = 0.01) -> np.ndarray:
-    order = np.argsort(budget)
-    keys = np.empty(len(budget), dtype=int)
-    key, anchor = 0, budget[order[0]]
-    for i in order:
-        if budget[i] > anchor * (1 + rel):
-            key, anchor = key + 1, budget[i]
-        keys[i] = key
-    return keys

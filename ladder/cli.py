@@ -337,7 +337,7 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
     spec = _spec(spec_path, overrides, root)
     runs = sweep_lib.sweep_runs(spec, [n.strip() for n in rung_names.split(",") if n.strip()], lr_mults, batches)
     if dry_run:
-        for e in sweep_lib.run_sweep(spec, runs, dry_run=True):
+        for e in sweep_lib.plan_sweep(spec, runs):
             click.echo(f"{e.name:<24} {e.action:<5} {e.path}")
         return 0
     summary = sweep_lib.run_sweep(spec, runs, address=address or os.environ.get("RAY_ADDRESS"),

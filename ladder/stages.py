@@ -135,18 +135,20 @@ def _executor(spec: LadderSpec, **kwargs):
     return Executor(spec.root, spec.name, **kwargs)
 
 
-def plan_ladder(spec: LadderSpec, force: Sequence[str] = ()):
+def plan_ladder(spec: LadderSpec, force: Sequence[str] = (), steps: list | None = None):
+    """The plan of ``steps`` (default: the ladder's own DAG) under the spec's root and name."""
     from ladder.executor import expand_force
 
-    steps = build_steps(spec)
+    steps = build_steps(spec) if steps is None else steps
     return _executor(spec).plan(steps, force=expand_force(steps, force) if force else ())
 
 
 def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | None = None,
-               max_concurrent: int | None = None, runtime: dict | None = None, show_progress: bool = False):
+               max_concurrent: int | None = None, runtime: dict | None = None, show_progress: bool = False,
+               steps: list | None = None):
     from ladder.executor import expand_force
 
-    steps = build_steps(spec)
+    steps = build_steps(spec) if steps is None else steps
     executor = _executor(spec, address=address, max_concurrent=max_concurrent, show_progress=show_progress)
     forced = expand_force(steps, force) if force else ()
     # Runtime options change how a step reports, not what it computes: they stay out of the hashes.

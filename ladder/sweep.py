@@ -68,28 +68,27 @@ def build_sweep_steps(spec: LadderSpec, runs: list[tuple[RungSpec, dict]]) -> li
 
 
 def run_sweep(spec: LadderSpec, runs, *, address: str | None = None, max_concurrent: int | None = None,
-              dry_run: bool = False, show_progress: bool = False):
-    from ladder.executor import Executor
-    from ladder.spec import to_dict
+              show_progress: bool = False):
+    from ladder.stages import run_ladder
 
     target = sweep_spec(spec)
-    steps = build_sweep_steps(target, runs)
-    executor = Executor(target.root, target.name, address=address, max_concurrent=max_concurrent,
-                        show_progress=show_progress)
-    if dry_run:
-        return executor.plan(steps)
-    return executor.run(steps, runtime={"ladder": target.name, "wandb": to_dict(target.wandb)})
+    return run_ladder(target, steps=build_sweep_steps(target, runs), address=address, max_concurrent=max_concurrent,
+                      show_progress=show_progress)
+
+
+def plan_sweep(spec: LadderSpec, runs) -> list:
+    from ladder.stages import plan_ladder
+
+    target = sweep_spec(spec)
+    return plan_ladder(target, steps=build_sweep_steps(target, runs))
 
 
 def sweep_result(spec: LadderSpec, runs) -> tuple[str, dict]:
     """The collect step's folder and its rule.json (empty until the sweep has run)."""
-    from ladder.executor import Executor
     from ladder.stages import _read_json
 
-    target = sweep_spec(spec)
-    out = next(e.path for e in Executor(target.root, target.name).plan(build_sweep_steps(target, runs))
-               if e.name == "sweep")
-    return out, _read_json(target.root, out, RULE_JSON)
+    out = next(e.path for e in plan_sweep(spec, runs) if e.name == "sweep")
+    return out, _read_json(spec.root, out, RULE_JSON)
 
 
 def collect_step(config: dict, ctx) -> dict:
