@@ -328,11 +328,31 @@ def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> 
     return out
 
 
-def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str) -> dict[str, Any]:
-    """The whole-curve law across sizes (fits.fit_joint_curves) and its backtest on the largest rung.
+def _tail(curve: pd.DataFrame) -> float:
+    """A curve's final train loss: the mean over its last 5% of logged steps."""
+    return float(np.mean(curve["loss"].to_numpy(float)[-max(3, len(curve) // 20):]))
 
-    The backtest fits the rungs other than the largest and predicts the largest one's final train
-    loss from its schedule alone; a failure to fit is recorded, not hidden.
+
+def _curve_final(model, n: float, curve: pd.DataFrame) -> float:
+    return float(model.predict(n, curve["step"].to_numpy(), curve["lr"].to_numpy(),
+                               at=np.array([int(curve["step"].max())]))[-1])
+
+
+def eval_over_train(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> float:
+    """The rungs' mean ratio of final eval loss to final train loss (the whole-curve law predicts train loss)."""
+    finals = points[points["kind"] == "final"]
+    if names is not None:
+        finals = finals[finals["name"].isin(names)]
+    ratios = [run["loss"] / _tail(rung_curve(dep_dirs[run["name"]])) for _, run in finals.iterrows()]
+    return float(np.mean(ratios))
+
+
+def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str, backtest: dict | None = None) -> dict[str, Any]:
+    """The whole-curve law across sizes (fits.fit_joint_curves) and its backtest.
+
+    The backtest fits the same rungs as the final-loss law's backtest (else every size but the
+    largest) and predicts the largest size's final train loss from its schedule alone, and, scaled
+    by the training rungs' eval/train ratio, its final eval loss. A failure to fit is recorded, not hidden.
     """
     import fits
 
@@ -348,20 +368,33 @@ def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str) -> d
         doc["error"] = f"{type(exc).__name__}: {exc}"
         return doc
     doc["fit"] = res.to_dict()
-    largest = finals.iloc[-1]
-    train_names = list(finals["name"][finals["size"] != finals["size"].iloc[-1]])
+    doc["eval_over_train"] = eval_over_train(points, dep_dirs)
+    if backtest and backtest.get("ok"):
+        train_names, target_names = list(backtest["fit_on"]), list(backtest["predict_runs"])
+    else:
+        largest = finals["size"].iloc[-1]
+        train_names = list(finals["name"][finals["size"] != largest])
+        target_names = list(finals["name"][finals["size"] == largest])
     sub = _curves_by_n(points, dep_dirs, names=train_names)
-    if len(sub) >= 2:
-        try:
-            bt = fits.fit_joint_curves(sub, law=law)
-            curve = rung_curve(dep_dirs[largest["name"]])
-            pred = float(bt.model().predict(largest["params"], curve["step"].to_numpy(), curve["lr"].to_numpy(),
-                                            at=np.array([int(curve["step"].max())]))[-1])
-            actual = float(np.mean(curve["loss"].to_numpy(float)[-max(3, len(curve) // 50):]))
-            doc["backtest"] = {"fit_on": train_names, "predict": largest["name"], "predicted_final_train": pred,
-                               "actual_final_train": actual, "relative_error": pred / actual - 1.0}
-        except (ValueError, np.linalg.LinAlgError) as exc:
-            doc["backtest"] = {"error": f"{type(exc).__name__}: {exc}"}
+    if len(sub) < 2:
+        doc["backtest"] = {"error": f"a joint curve fit needs curves from 2 sizes, got {len(sub)}"}
+        return doc
+    try:
+        bt = fits.fit_joint_curves(sub, law=law).model()
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        doc["backtest"] = {"error": f"{type(exc).__name__}: {exc}"}
+        return doc
+    targets = finals[finals["name"].isin(target_names)]
+    curves = [rung_curve(dep_dirs[name]) for name in targets["name"]]
+    pred_train = float(np.mean([_curve_final(bt, float(targets["params"].iloc[0]), c) for c in curves]))
+    actual_train = float(np.mean([_tail(c) for c in curves]))
+    ratio = eval_over_train(points, dep_dirs, train_names)
+    actual_eval = float(targets["loss"].mean())
+    doc["backtest"] = {"fit_on": train_names, "predict": target_names[0], "predict_runs": target_names,
+                       "predicted_final_train": pred_train, "actual_final_train": actual_train,
+                       "train_relative_error": pred_train / actual_train - 1.0, "eval_over_train": ratio,
+                       "predicted": pred_train * ratio, "actual": actual_eval,
+                       "relative_error": pred_train * ratio / actual_eval - 1.0}
     return doc
 
 
@@ -406,7 +439,7 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     if not factors.empty:
         layout.write_csv_atomic(out / layout.CURVES_CSV, factors)
     curve_bt = curve_backtest(points, dep_dirs, fit, backtest)
-    curve_law = fit_curve_law(points, dep_dirs, fit.curve_law) if fit.curve_law != "none" else None
+    curve_law = fit_curve_law(points, dep_dirs, fit.curve_law, backtest) if fit.curve_law != "none" else None
 
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
                "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
@@ -504,12 +537,13 @@ def predict_ladder(config: dict, fit_dir: str, out_dir: str) -> dict:
                               "flops": h["flops"], "compute_ratio": h["compute_ratio"],
                               "interval": {k: h[k] for k in ("sigma_bootstrap", "sigma_extrapolation", "method")}}
         curve = _hero_curve(hero, h, fit_dir, doc)
+        second = _hero_curve_law(hero, doc)
         if curve is not None:
             layout.write_csv_atomic(out / layout.HERO_CURVE, curve)
-        law_curve = _hero_curve_law(hero, doc)
-        if law_curve is not None:
-            layout.write_csv_atomic(out / "hero_curve_law.csv", law_curve)
-            prediction["hero"]["curve_law_final_train_loss"] = float(law_curve["loss"].iloc[-1])
+        if second is not None and np.all(np.isfinite(second["loss"])):
+            layout.write_csv_atomic(out / "hero_curve_law.csv", second)
+            prediction["hero"]["curve_law_final_train_loss"] = float(second["loss"].iloc[-1])
+            prediction["hero"]["curve_law_final_eval_loss"] = float(second["loss"].iloc[-1]) * doc["curve_law"]["eval_over_train"]
     prediction["targets"] = rows[1:]
     layout.write_json_atomic(out / layout.PREDICTION, prediction)
     return {"hero": prediction.get("hero"), "targets": [r["name"] for r in rows[1:]]}

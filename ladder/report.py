@@ -60,6 +60,27 @@ def _band_exits(comp: pd.DataFrame) -> list[dict[str, Any]]:
     return exits
 
 
+def _curve_law_check(path: Path, metrics: pd.DataFrame, hero: dict[str, Any]) -> tuple[dict[str, Any], pd.DataFrame] | None:
+    """The whole-curve law's hero curve (a second estimate, from the rungs' whole curves) against the actual.
+
+    That law predicts train loss, so it is scored on the hero's train loss: the final as the mean over
+    the last 5% of logged steps (one batch of a few sequences is noisy), the curve over the second half.
+    """
+    if not path.exists() or metrics.empty or "loss" not in metrics:
+        return None
+    law = pd.read_csv(path)
+    comp = hero_comparison(law.assign(lower=law["loss"], upper=law["loss"]), metrics)
+    if comp.empty:
+        return None
+    tail = comp["actual_raw"].to_numpy(float)[-max(3, len(comp) // 20):]
+    predicted, actual = float(law["loss"].iloc[-1]), float(np.mean(tail))
+    half = comp[comp["step"] >= comp["step"].max() / 2]
+    doc = {"predicted_final_train_loss": predicted, "actual_final_train_loss": actual,
+           "relative_error": predicted / actual - 1.0,
+           "curve_mean_abs_rel_error_second_half": float(half["rel_error"].abs().mean())}
+    return doc, comp
+
+
 def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """The report's numbers and tables from the steps' files (every file optional)."""
     fit = layout.read_json(Path(dep_dirs.get("fit", "/nonexistent")) / layout.FIT, None)
@@ -115,6 +136,12 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
                 hero["curve_mean_abs_rel_error_second_half"] = float(half["rel_error"].abs().mean())
                 hero["curve_fraction_inside_band"] = float(comp["inside"].mean())
                 hero["band_exits"] = _band_exits(comp)
+            second = _curve_law_check(Path(dep_dirs["predict"]) / "hero_curve_law.csv", metrics, hero)
+            if second is not None:
+                hero["curve_law"], tables["hero_curve_law"] = second
+                if p.get("curve_law_final_eval_loss") is not None and actual is not None:
+                    hero["curve_law"]["predicted_final_eval_loss"] = p["curve_law_final_eval_loss"]
+                    hero["curve_law"]["eval_relative_error"] = p["curve_law_final_eval_loss"] / actual - 1.0
         report["hero"] = hero
     return report, tables
 
@@ -155,6 +182,13 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
                          f"{fmt(hero['curve_fraction_inside_band'], '.0%')} of logged points inside the band")
             for e in hero.get("band_exits", [])[:5]:
                 lines.append(f"  left the band {e['side']} from step {e['from_step']} to {e['to_step']} (max gap {e['max_gap']:.4f})")
+        cl = hero.get("curve_law")
+        if cl:
+            lines.append("  second estimate, the whole-curve law on the rungs' curves: "
+                         + (f"final eval loss {fmt(cl['predicted_final_eval_loss'])} ({fmt(cl['eval_relative_error'], '+.2%')}); "
+                            if "predicted_final_eval_loss" in cl else "")
+                         + f"final train loss {fmt(cl['predicted_final_train_loss'])} against {fmt(cl['actual_final_train_loss'])} "
+                         f"({fmt(cl['relative_error'], '+.2%')}); curve second half {fmt(cl['curve_mean_abs_rel_error_second_half'], '.2%')}")
     for t in rep.get("targets", []):
         lines.append(f"target {t.get('name')}: predicted loss {fmt(t.get('loss'))} [{fmt(t.get('lower'))}, {fmt(t.get('upper'))}] "
                      f"at {fmt(t.get('flops'), '.3g')} FLOPs")
@@ -225,6 +259,9 @@ def _plots(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, 
             ax.plot(comp["step"], comp["actual"], color="C3", label="actual (smoothed)")
             out = comp[~comp["inside"]]
             ax.scatter(out["step"], out["actual"], color="C3", marker="x", s=14, label="outside the band")
+        second = tables.get("hero_curve_law")
+        if second is not None and not second.empty:
+            ax.plot(second["step"], second["predicted"], color="C2", ls="--", label="whole-curve law (second estimate)")
         lo = float(np.nanmin(pred["lower"])) if len(pred) else 0
         ax.set_ylim(lo * 0.97, float(np.nanquantile(pred["upper"], 0.9)) * 1.15)
         paths.append(_finish(fig, ax, "hero step", "train loss", "hero: predicted vs actual", out_dir / "hero.png"))

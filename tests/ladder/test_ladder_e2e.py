@@ -82,6 +82,12 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
     assert "rung_4" not in fit["backtest"]["fit_on"]
     pred = json.loads((steps["predict"]["dir"] / "prediction.json").read_text())["hero"]
     assert pred["lower"] < pred["predicted_final_loss"] < pred["upper"]
+    # The whole-curve law fitted and was backtested on the same rungs as the final-loss law.
+    assert fit["curve_law"]["fit"]["law"] == "joint_multipower", fit["curve_law"]
+    cbt = fit["curve_law"]["backtest"]
+    assert cbt["fit_on"] == fit["backtest"]["fit_on"] and cbt["predict_runs"] == fit["backtest"]["predict_runs"]
+    assert cbt["actual"] == pytest.approx(fit["backtest"]["actual"])
+    assert cbt["predicted"] == pytest.approx(cbt["predicted_final_train"] * cbt["eval_over_train"])
     curve = pd.read_csv(steps["predict"]["dir"] / "hero_curve.csv")
     assert {"step", "tokens", "loss", "lower", "upper"} <= set(curve.columns)
     assert (curve["lower"] <= curve["loss"]).all() and (curve["loss"] <= curve["upper"]).all()
@@ -106,6 +112,10 @@ def test_report_json_and_table(smoke_root):
     assert rep["backtest"]["ok"] and rep["fit"]["law"]
     table = run_cli("report", SMOKE, "--root", str(smoke_root))
     assert table.returncode == 0 and "predicted final eval loss" in table.stdout and "report.html" in table.stdout
+    assert "second estimate, the whole-curve law" in table.stdout
+    second = hero["curve_law"]
+    assert second["relative_error"] == pytest.approx(second["predicted_final_train_loss"] / second["actual_final_train_loss"] - 1)
+    assert 0.5 < second["actual_final_train_loss"] / hero["actual_final_loss"] < 2
 
 
 def test_resubmit_runs_nothing(smoke_root):
