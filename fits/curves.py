@@ -26,7 +26,7 @@ import pandas as pd
 from scipy.signal import lfilter
 
 from fits.chinchilla import HUBER_DELTA
-from fits.lbfgs import multistart
+from fits.lbfgs import best_starts, multistart
 from fits.result import FitResult
 from fits.schedule import Schedule, area_since, build
 
@@ -240,13 +240,10 @@ def fit_curves(curves, law: str = "multipower", *, names=None, warmup: str = "li
         out = [_objective_single(x, prepared, logpred_fn) for x in X]
         return np.array([o[0] for o in out]), np.array([o[1] for o in out])
 
-    # Score every start once and take the best few to convergence: the grid is coarse and its
-    # starts mostly share one basin, so descending from all of them would repeat the same work.
-    # The batched L-BFGS copes with the non-finite objective of a trial step (a negative
-    # prediction), which scipy's line search does not; scipy then polishes the best end point.
-    f0 = np.array([_objective_single(x, prepared, logpred_fn)[0] for x in x0])
-    top = x0[np.argsort(f0)[:n_polish]]
-    best, best_f, best_ok, batch = multistart(fun, top, n_polish=1, max_iter=1000, ftol=1e-12)
+    # The best few starts are taken to convergence. The batched L-BFGS copes with the non-finite
+    # objective of a trial step (a negative prediction), which scipy's line search does not; scipy
+    # then polishes the best end point.
+    best, best_f, best_ok, batch = multistart(fun, best_starts(fun, x0, n_polish), n_polish=1, max_iter=1000, ftol=1e-12)
     tried = batch.f
     if best is None or not np.isfinite(best_f):
         raise ValueError("no start reached a finite objective; check that losses and learning rates are positive")

@@ -25,7 +25,7 @@ from fits.curves import (
     fit_curves,
     prepare_curve,
 )
-from fits.lbfgs import multistart
+from fits.lbfgs import best_starts, multistart
 from fits.result import FitResult
 
 DEFAULT_VARY = {"multipower": ("L0", "A", "alpha", "B"), "tissue": ("L0", "A", "alpha", "C")}
@@ -125,12 +125,7 @@ def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, w
     # pooled grid of fits.curves with flat slopes keeps a finite start; the best two are descended.
     pooled = _starts([pd.DataFrame(c) for cs in curves_by_N.values() for c in cs], law)
     candidates = np.vstack([[x0, x1], np.hstack([pooled, np.zeros((len(pooled), len(vidx)))])])
-    scores, _ = fun(candidates, None)
-    finite = np.flatnonzero(np.isfinite(scores))
-    if finite.size == 0:
-        raise ValueError("no start gave a finite objective; check the data (positive, finite values)")
-    top = candidates[finite[np.argsort(scores[finite])[:2]]]
-    best, best_f, ok, _ = multistart(fun, top, n_polish=1, max_iter=1000, ftol=1e-12)
+    best, best_f, ok, _ = multistart(fun, best_starts(fun, candidates, 2), n_polish=1, max_iter=1000, ftol=1e-12)
     params = {k: float(np.exp(best[i])) for i, k in enumerate(names)}
     params.update({f"{v}_exp": float(best[n_base + j]) for j, v in enumerate(vary)})
     config = {"N_ref": N_ref, "vary": list(vary), "warmup": warmup}

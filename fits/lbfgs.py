@@ -203,6 +203,19 @@ def polish(fun: BatchObjective, x0: np.ndarray, row: int = 0) -> tuple[np.ndarra
     return res.x, float(res.fun), bool(res.success)
 
 
+def best_starts(fun: BatchObjective, x0: np.ndarray, k: int) -> np.ndarray:
+    """The `k` starts of lowest objective, scored once, non-finite ones left out.
+
+    For coarse grids whose starts mostly share one basin: descending from all of them repeats the
+    same work, and a start whose objective overflows would only be carried along.
+    """
+    f0, _ = fun(x0, None)
+    finite = np.flatnonzero(np.isfinite(f0))
+    if finite.size == 0:
+        raise ValueError("no start gave a finite objective; check the data (positive, finite values)")
+    return x0[finite[np.argsort(f0[finite])[:k]]]
+
+
 def multistart(
     fun: BatchObjective, x0: np.ndarray, *, n_polish: int = 8, max_iter: int = 150, ftol: float = 1e-8,
     distinct: float = 1e-3,

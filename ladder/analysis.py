@@ -328,9 +328,10 @@ def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> 
     return out
 
 
-def _tail(curve: pd.DataFrame) -> float:
-    """A curve's final train loss: the mean over its last 5% of logged steps."""
-    return float(np.mean(curve["loss"].to_numpy(float)[-max(3, len(curve) // 20):]))
+def tail_loss(loss) -> float:
+    """A run's final train loss: the mean over its last 5% of logged steps (one small batch is noisy)."""
+    loss = np.asarray(loss, dtype=float)
+    return float(np.mean(loss[-max(3, len(loss) // 20):]))
 
 
 def _curve_final(model, n: float, curve: pd.DataFrame) -> float:
@@ -338,13 +339,11 @@ def _curve_final(model, n: float, curve: pd.DataFrame) -> float:
                                at=np.array([int(curve["step"].max())]))[-1])
 
 
-def eval_over_train(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> float:
-    """The rungs' mean ratio of final eval loss to final train loss (the whole-curve law predicts train loss)."""
+def eval_over_train(points: pd.DataFrame, dep_dirs: dict[str, str]) -> pd.Series:
+    """Each rung's final eval loss over its final train loss, by name (the whole-curve law predicts train loss)."""
     finals = points[points["kind"] == "final"]
-    if names is not None:
-        finals = finals[finals["name"].isin(names)]
-    ratios = [run["loss"] / _tail(rung_curve(dep_dirs[run["name"]])) for _, run in finals.iterrows()]
-    return float(np.mean(ratios))
+    return pd.Series({run["name"]: run["loss"] / tail_loss(rung_curve(dep_dirs[run["name"]])["loss"])
+                      for _, run in finals.iterrows()})
 
 
 def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str, backtest: dict | None = None) -> dict[str, Any]:
@@ -368,7 +367,8 @@ def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str, back
         doc["error"] = f"{type(exc).__name__}: {exc}"
         return doc
     doc["fit"] = res.to_dict()
-    doc["eval_over_train"] = eval_over_train(points, dep_dirs)
+    ratios = eval_over_train(points, dep_dirs)
+    doc["eval_over_train"] = float(ratios.mean())
     if backtest and backtest.get("ok"):
         train_names, target_names = list(backtest["fit_on"]), list(backtest["predict_runs"])
     else:
@@ -387,8 +387,8 @@ def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str, back
     targets = finals[finals["name"].isin(target_names)]
     curves = [rung_curve(dep_dirs[name]) for name in targets["name"]]
     pred_train = float(np.mean([_curve_final(bt, float(targets["params"].iloc[0]), c) for c in curves]))
-    actual_train = float(np.mean([_tail(c) for c in curves]))
-    ratio = eval_over_train(points, dep_dirs, train_names)
+    actual_train = float(np.mean([tail_loss(c["loss"]) for c in curves]))
+    ratio = float(ratios[train_names].mean())
     actual_eval = float(targets["loss"].mean())
     doc["backtest"] = {"fit_on": train_names, "predict": target_names[0], "predict_runs": target_names,
                        "predicted_final_train": pred_train, "actual_final_train": actual_train,

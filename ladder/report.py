@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ladder import layout
-from ladder.analysis import interval_loss
+from ladder.analysis import interval_loss, tail_loss
 from ladder.analysis import smooth as smooth_series
 
 
@@ -60,11 +60,11 @@ def _band_exits(comp: pd.DataFrame) -> list[dict[str, Any]]:
     return exits
 
 
-def _curve_law_check(path: Path, metrics: pd.DataFrame, hero: dict[str, Any]) -> tuple[dict[str, Any], pd.DataFrame] | None:
+def _curve_law_check(path: Path, metrics: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame] | None:
     """The whole-curve law's hero curve (a second estimate, from the rungs' whole curves) against the actual.
 
-    That law predicts train loss, so it is scored on the hero's train loss: the final as the mean over
-    the last 5% of logged steps (one batch of a few sequences is noisy), the curve over the second half.
+    That law predicts train loss, so it is scored on the hero's train loss: the final as
+    analysis.tail_loss, the curve over the second half.
     """
     if not path.exists() or metrics.empty or "loss" not in metrics:
         return None
@@ -72,8 +72,7 @@ def _curve_law_check(path: Path, metrics: pd.DataFrame, hero: dict[str, Any]) ->
     comp = hero_comparison(law.assign(lower=law["loss"], upper=law["loss"]), metrics)
     if comp.empty:
         return None
-    tail = comp["actual_raw"].to_numpy(float)[-max(3, len(comp) // 20):]
-    predicted, actual = float(law["loss"].iloc[-1]), float(np.mean(tail))
+    predicted, actual = float(law["loss"].iloc[-1]), tail_loss(comp["actual_raw"])
     half = comp[comp["step"] >= comp["step"].max() / 2]
     doc = {"predicted_final_train_loss": predicted, "actual_final_train_loss": actual,
            "relative_error": predicted / actual - 1.0,
@@ -136,7 +135,7 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
                 hero["curve_mean_abs_rel_error_second_half"] = float(half["rel_error"].abs().mean())
                 hero["curve_fraction_inside_band"] = float(comp["inside"].mean())
                 hero["band_exits"] = _band_exits(comp)
-            second = _curve_law_check(Path(dep_dirs["predict"]) / "hero_curve_law.csv", metrics, hero)
+            second = _curve_law_check(Path(dep_dirs["predict"]) / "hero_curve_law.csv", metrics)
             if second is not None:
                 hero["curve_law"], tables["hero_curve_law"] = second
                 if p.get("curve_law_final_eval_loss") is not None and actual is not None:
