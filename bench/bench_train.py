@@ -3,13 +3,17 @@
 Rows: dense and MoE (top-2 of 8, expert width half the dense width, so the same active size) at
 d_model 64 / 128 / 256 (seq 256, batch 16, byte vocab), timed through the trainer's own jitted
 multi-step function; FLOPs are the fits' convention (6N + attention, ``ModelSpec.flops_per_token``).
+Each row twice: float32, and ``bf16`` (``ModelSpec.compute_dtype="bfloat16"``: the blocks' weight
+matmuls take bfloat16 operands with float32 accumulation, ``ladder.train.precision``); a bf16 row's
+``% peak`` is against the bf16 matmul peak, measured in the same run.
 Two trainer configurations on the same cores: one XLA device using every core (``1 dev``), and the
 default of a multi-CPU run, the process split into one XLA host device per core with the batch
 data-parallel over them (``N dev``, ``ladder.train.hostdevices``); the second runs in a child
 process started with that XLA flag, timed in the same rounds.
 The PyTorch eager column trains the same small GPT (RMSNorm pre-LN, RoPE, SwiGLU, tied embeddings,
 fused causal SDPA, AdamW) in a subprocess of ``$LADDER_TORCH_PYTHON`` when that interpreter can import
-torch (skipped otherwise; torch is not a dependency). Every ratio is measured in the same run, JAX
+torch (skipped otherwise; torch is not a dependency); against a bf16 row it runs under
+``torch.autocast("cpu", dtype=torch.bfloat16)``, like for like. Every ratio is measured in the same run, JAX
 and torch alternating, best of several timed calls each; the load average is printed because the
 machine is shared.
 """
@@ -73,8 +77,9 @@ def run(cfg):
   opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
   data = torch.randint(0, V, (B, T + 1))
   def step():
-      logits = model(data[:, :-1])
-      loss = F.cross_entropy(logits.reshape(-1, V), data[:, 1:].reshape(-1))
+      with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.get("bf16", False)):
+          logits = model(data[:, :-1])
+          loss = F.cross_entropy(logits.float().reshape(-1, V), data[:, 1:].reshape(-1))
       opt.zero_grad(set_to_none=True)
       loss.backward()
       torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -158,11 +163,13 @@ def _specs():
     from ladder.spec import ModelSpec
 
     specs = []
-    for d, n_layers in SIZES:
-        dense = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4)
-        moe = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4, n_experts=8, top_k=2,
-                        expert_d_ff=dense.dense_d_ff // 2)
-        specs += [(f"d{d} L{n_layers} dense", dense), (f"d{d} L{n_layers} moe 2/8", moe)]
+    for dtype in ("float32", "bfloat16"):
+        tag = "" if dtype == "float32" else " bf16"
+        for d, n_layers in SIZES:
+            dense = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4, compute_dtype=dtype)
+            moe = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4, n_experts=8, top_k=2,
+                            expert_d_ff=dense.dense_d_ff // 2, compute_dtype=dtype)
+            specs += [(f"d{d} L{n_layers} dense{tag}", dense), (f"d{d} L{n_layers} moe 2/8{tag}", moe)]
     return specs
 
 
@@ -233,16 +240,18 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name, _ in specs}
     host_times: dict[str, list[float]] = {name: [] for name, _ in specs}
     torch_times: dict[str, list[float]] = {name: [] for name, spec in specs if not spec.is_moe}
-    peaks = []
+    peaks: dict[str, list[float]] = {"float32": [], "bfloat16": []}
     for r in range(rounds):  # interleave everything so contention hits all columns alike
-        peaks.append(measured_peak_flops_fresh())
+        for dtype, got in peaks.items():
+            got.append(measured_peak_flops_fresh(dtype=dtype))
         for name, _ in specs:
             times[name] += steps[name].time(2)
         if host:
             for name, ts in host.round().items():
                 host_times[name] += ts
         if torch_exe:
-            cfgs = [{"d": s.d_model, "L": s.n_layers, "f": s.dense_d_ff} for _, s in specs if not s.is_moe]
+            cfgs = [{"d": s.d_model, "L": s.n_layers, "f": s.dense_d_ff, "bf16": s.compute_dtype == "bfloat16"}
+                    for _, s in specs if not s.is_moe]
             got = _torch_round(torch_exe, cfgs, seconds=1.0)
             if got:
                 for name, g in zip(torch_times, got, strict=True):
@@ -250,39 +259,48 @@ def main() -> None:
         print(f"  round {r + 1}/{rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)
     if host:
         host.close()
-    peak = max(peaks)
+    peak = {dtype: max(got) for dtype, got in peaks.items()}
     e2e = _end_to_end(ModelSpec(d_model=128, n_layers=4, n_heads=4))
     load1 = os.getloadavg()[0]
 
     def rate(spec, ts):
         return BATCH * SEQ / min(ts) * spec.flops_per_token(SEQ) if ts else 0.0
 
-    print(f"\nfloat32 matmul peak (1024^3 jitted matmul, best of {rounds} rounds): {peak / 1e9:.1f} GFLOP/s; "
+    print(f"\nmatmul peak (1024^3 jitted matmul, float32 accumulation, best of {rounds} rounds): float32 "
+          f"{peak['float32'] / 1e9:.1f} GFLOP/s, bf16 operands {peak['bfloat16'] / 1e9:.1f} GFLOP/s; "
           f"seq {SEQ}, batch {BATCH}, {DEFAULT_STEPS_PER_CALL} steps per jitted call; best of {rounds} "
           f"interleaved rounds; load average {load0:.1f} -> {load1:.1f} on {os.cpu_count()} CPUs (shared)")
     nd = f"{n_host} dev"
-    head = (f"{'model':<18}{'active N':>10}{'tok/s 1 dev':>12}{f'tok/s {nd}':>12}{'GFLOP/s':>9}{'% peak':>8}"
+    head = (f"{'model':<23}{'active N':>10}{'tok/s 1 dev':>12}{f'tok/s {nd}':>12}{'GFLOP/s':>9}{'% peak':>8}"
             f"{'torch tok/s':>12}{'1dev/torch':>11}{f'{nd}/torch':>11}{'MoE/dense':>10}")
     print(head)
     print("-" * len(head))
-    dense_rate = {}
+    dense_rate, dense_tps, torch_f32_tps = {}, {}, {}
     for name, spec in specs:
         one, many = rate(spec, times[name]), rate(spec, host_times[name])
         best = max(one, many)
         tps1, tpsn = BATCH * SEQ / min(times[name]), (BATCH * SEQ / min(host_times[name]) if host_times[name] else 0)
-        cells = f"{name:<18}{spec.params_active:>10,}{tps1:>12,.0f}{tpsn:>12,.0f}{best / 1e9:>9.1f}{100 * best / peak:>7.1f}%"
+        key = (spec.d_model, spec.compute_dtype)
+        cells = (f"{name:<23}{spec.params_active:>10,}{tps1:>12,.0f}{tpsn:>12,.0f}{best / 1e9:>9.1f}"
+                 f"{100 * best / peak[spec.compute_dtype]:>7.1f}%")
         if spec.is_moe:
-            cells += f"{'-':>12}{'-':>11}{'-':>11}{best / dense_rate[spec.d_model]:>9.2f}x"
+            cells += f"{'-':>12}{'-':>11}{'-':>11}{best / dense_rate[key]:>9.2f}x"
         else:
-            dense_rate[spec.d_model] = best
+            dense_rate[key], dense_tps[key] = best, max(tps1, tpsn)
             if torch_times.get(name):
                 torch_tps = BATCH * SEQ / min(torch_times[name])
+                if spec.compute_dtype == "float32":
+                    torch_f32_tps[spec.d_model] = torch_tps
                 cells += f"{torch_tps:>12,.0f}{tps1 / torch_tps:>10.2f}x{tpsn / torch_tps:>10.2f}x"
             else:
                 cells += f"{'-':>12}{'-':>11}{'-':>11}"
         print(cells)
     print(f"GFLOP/s, % peak and MoE/dense use the faster configuration of each row; {nd}: one XLA host "
-          f"device per core, batch data-parallel over them (the default for a run asking for {n_host} CPUs)")
+          f"device per core, batch data-parallel over them (the default for a run asking for {n_host} CPUs); "
+          f"torch on a bf16 row: autocast bf16")
+    if torch_f32_tps:
+        cross = ", ".join(f"d{d} {dense_tps[(d, 'bfloat16')] / t:.2f}x" for d, t in torch_f32_tps.items())
+        print(f"trainer bf16 (faster configuration) against torch eager float32: {cross}")
     print(f"end-to-end train() d128 L4 dense, 1 dev (real data, metrics, evals, checkpoints): {e2e:,.0f} tok/s")
     print("targets: dense d256 >= 55% of peak; MoE/dense (active FLOP/s) >= 0.75x; >= 1.2x torch eager at "
           "d64, d128, d256")
@@ -290,12 +308,12 @@ def main() -> None:
         print("torch column skipped: set LADDER_TORCH_PYTHON to an interpreter that can import torch")
 
 
-def measured_peak_flops_fresh(n: int = 1024, reps: int = 5) -> float:
+def measured_peak_flops_fresh(n: int = 1024, reps: int = 5, dtype: str = "float32") -> float:
     """The matmul peak measured now (not cached), so each round has its own."""
     from ladder.train import metrics
 
     metrics._PEAK.clear()
-    return metrics.measured_peak_flops(n=n, reps=reps)
+    return metrics.measured_peak_flops(n=n, reps=reps, dtype=dtype)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ COOLDOWN_SHAPES = ("linear", "1-sqrt", "cosine")
 RULE_KINDS = ("fixed", "power_n", "power_c")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 PARALLEL_MODES = ("replicated", "fsdp")
+COMPUTE_DTYPES = ("float32", "bfloat16")
 BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "builtin:web_bible")
 
 # Fields that describe but do not change what a step computes: excluded from content hashes.
@@ -105,6 +106,9 @@ class ModelSpec:
     bias_update_rate: float = 1e-3
     aux_loss_coef: float = 1e-2
     capacity_factor: float = 1.5
+    # dtype of the weight matmuls' operands: "bfloat16" rounds them (and their gradients) to bf16 with
+    # float32 accumulation; parameters, optimizer, norms, softmax, router and loss stay float32
+    compute_dtype: str = "float32"
 
     @property
     def is_moe(self) -> bool:
@@ -432,6 +436,7 @@ def _validate_model(problems: list[str], path: str, m: ModelSpec) -> None:
         problems.append(f"{path}.d_ff: must be >= 0, got {m.d_ff}")
     _number_in(problems, f"{path}.z_loss", m.z_loss, 0, 1)
     _choice(problems, f"{path}.balancing", m.balancing, BALANCING)
+    _choice(problems, f"{path}.compute_dtype", m.compute_dtype, COMPUTE_DTYPES)
     if not _check_type(problems, f"{path}.n_experts", m.n_experts, (int,), "a non-negative integer"):
         return
     if m.n_experts < 0:

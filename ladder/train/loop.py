@@ -279,7 +279,7 @@ def train(
 
         chunk_fn = make_train_chunk(fm, opt, mults, layout)
         eval_fn = make_eval(fm, layout)
-        peak = measured_peak_flops()
+        peak = measured_peak_flops(dtype=rung.model.compute_dtype)
         detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
         bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None
         if start > 0:  # warm the detectors with the history kept

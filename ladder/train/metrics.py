@@ -97,17 +97,28 @@ class SpikeDetector:
 _PEAK: dict[str, float] = {}
 
 
-def measured_peak_flops(n: int = 1024, reps: int = 6) -> float:
-    """float32 matmul FLOP/s of this backend, measured once per process (``LADDER_PEAK_FLOPS`` overrides)."""
+def measured_peak_flops(n: int = 1024, reps: int = 6, dtype: str = "float32") -> float:
+    """Matmul FLOP/s of this backend with ``dtype`` operands (float32 accumulation), measured once per
+    process and dtype (``LADDER_PEAK_FLOPS`` overrides): the denominator of a run's MFU."""
     env = os.environ.get("LADDER_PEAK_FLOPS")
     if env:
         return float(env)
     import jax
     import jax.numpy as jnp
 
-    key = jax.default_backend()
+    key = f"{jax.default_backend()}:{dtype}"
     if key in _PEAK:
         return _PEAK[key]
+    a = jnp.ones((n, n), dtype) * 0.5
+    f = jax.jit(lambda x: jnp.matmul(x, x, preferred_element_type=jnp.float32))
+    f(a).block_until_ready()
+    best = math.inf
+    for _ in range(reps):
+        t = time.perf_counter()
+        f(a).block_until_ready()
+        best = min(best, time.perf_counter() - t)
+    _PEAK[key] = 2.0 * n**3 / best
+    return _PEAK[key]
     a = jnp.ones((n, n), jnp.float32) * 0.5
     f = jax.jit(lambda x: x @ x)
     f(a).block_until_ready()

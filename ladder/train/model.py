@@ -22,6 +22,7 @@ import numpy as np
 from flax import nnx
 
 from ladder.spec import ModelSpec
+from ladder.train import precision
 from ladder.train.moe import MoE, RouterBias
 
 ONEHOT_EMBED = True
@@ -85,6 +86,7 @@ class Attention(nnx.Module):
         self.wqkv = nnx.Param(init(rngs.params(), (d, 3 * d)))
         self.wo = nnx.Param(init(rngs.params(), (d, d)) / math.sqrt(2 * spec.n_layers))
         self.qk_norm = spec.qk_norm
+        self.compute_dtype = spec.compute_dtype
         if spec.qk_norm:
             self.q_norm = RMSNorm(spec.head_dim)
             self.k_norm = RMSNorm(spec.head_dim)
@@ -96,23 +98,30 @@ class Attention(nnx.Module):
         # cheap, while slicing a fused (3, B, H, T, Dh) activation copies it and its gradient pads it
         # back (13% of a d128 step's kernel time went to those copies and pads; 3-9% faster steps).
         w = self.wqkv[...]
-        q, k, v = (jnp.einsum("btd,dhe->bhte", x, w[:, i * d:(i + 1) * d].reshape(d, h, dh)) for i in range(3))
+        if self.compute_dtype == "float32":
+            q, k, v = (jnp.einsum("btd,dhe->bhte", x, w[:, i * d:(i + 1) * d].reshape(d, h, dh)) for i in range(3))
+        else:  # the 2-D products the bfloat16 kernels take, then heads-major
+            q, k, v = (precision.dot(x, w[:, i * d:(i + 1) * d], self.compute_dtype).reshape(b, t, h, dh)
+                       .transpose(0, 2, 1, 3) for i in range(3))
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         out = causal_attention(q, k, v)
-        return jnp.einsum("bhte,hed->btd", out, self.wo[...].reshape(h, dh, d))
+        if self.compute_dtype == "float32":
+            return jnp.einsum("bhte,hed->btd", out, self.wo[...].reshape(h, dh, d))
+        return precision.dot(out.transpose(0, 2, 1, 3).reshape(b, t, d), self.wo[...], self.compute_dtype)
 
 
 class SwiGLU(nnx.Module):
-    def __init__(self, d: int, f: int, n_layers: int, *, rngs: nnx.Rngs):
+    def __init__(self, d: int, f: int, n_layers: int, *, rngs: nnx.Rngs, compute_dtype: str = "float32"):
         init = nnx.initializers.normal(0.02)
         self.w13 = nnx.Param(init(rngs.params(), (d, 2 * f)))  # gate and up projections, fused
         self.w2 = nnx.Param(init(rngs.params(), (f, d)) / math.sqrt(2 * n_layers))
+        self.compute_dtype = compute_dtype
 
     def __call__(self, x):
-        a, b = jnp.split(x @ self.w13[...], 2, axis=-1)
-        return (jax.nn.silu(a) * b) @ self.w2[...]
+        a, b = jnp.split(precision.dot(x, self.w13[...], self.compute_dtype), 2, axis=-1)
+        return precision.dot(jax.nn.silu(a) * b, self.w2[...], self.compute_dtype)
 
 
 class Block(nnx.Module):
@@ -124,7 +133,8 @@ class Block(nnx.Module):
         if spec.is_moe:
             self.mlp = MoE(spec, rngs=rngs, dispatch=dispatch, group_size=group_size)
         else:
-            self.mlp = SwiGLU(spec.d_model, spec.dense_d_ff, spec.n_layers, rngs=rngs)
+            self.mlp = SwiGLU(spec.d_model, spec.dense_d_ff, spec.n_layers, rngs=rngs,
+                              compute_dtype=spec.compute_dtype)
 
     def __call__(self, x, cos, sin):
         x = x + self.attn(self.attn_norm(x), cos, sin)
@@ -160,6 +170,8 @@ class Transformer(nnx.Module):
             if s is not None:
                 stats.append(s)
         x = self.final_norm(x)
+        # The embedding and the output head stay float32 under mixed precision: bf16 logits cost 1.1%
+        # in eval loss on a 600-step d96 run (the body alone in bf16: within 0.1% of float32).
         if self.spec.tie_embeddings:
             logits = x @ self.embed[...].T
         else:

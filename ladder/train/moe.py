@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from ladder.spec import ModelSpec
+from ladder.train import precision
 
 
 class RouterBias(nnx.Variable):
@@ -86,7 +87,7 @@ def _take_rows_bwd(res, g):
 _take_rows.defvjp(_take_rows_fwd, _take_rows_bwd)
 
 
-def dispatch_capacity(x, idx, gates, w13, w2, n_experts: int, cap: int):
+def dispatch_capacity(x, idx, gates, w13, w2, n_experts: int, cap: int, compute_dtype: str = "float32"):
     """Per-group capacity dispatch. x (G, S, d), idx/gates (G, S, k). Returns (y, kept fraction).
 
     Slots are assigned with a cumulative count; tokens move to and from the (E, C) expert buffers
@@ -116,9 +117,9 @@ def dispatch_capacity(x, idx, gates, w13, w2, n_experts: int, cap: int):
     xe, back = jax.vmap(gather_in)(x, slot)  # (G, E*C, d)
     # one matmul per expert over all groups' slots: (E, G*C, d)
     xe = jnp.swapaxes(xe.reshape(g, n_experts, cap, d), 0, 1).reshape(n_experts, g * cap, d)
-    h = jnp.einsum("end,edf->enf", xe, w13)
+    h = precision.expert_dot(xe, w13, compute_dtype)
     a, b = jnp.split(h, 2, axis=-1)
-    ye = jnp.einsum("enf,efd->end", jax.nn.silu(a) * b, w2)
+    ye = precision.expert_dot(jax.nn.silu(a) * b, w2, compute_dtype)
     ye = jnp.swapaxes(ye.reshape(n_experts, g, cap, d), 0, 1).reshape(g, n_slots, d)
     ye = jnp.concatenate([ye, jnp.zeros((g, 1, d), ye.dtype)], axis=1)
     y_choice = jax.vmap(_take_rows)(ye, slot, back)  # (G, Sk, d)
@@ -143,6 +144,7 @@ class MoE(nnx.Module):
         self.balancing = spec.balancing
         self.dispatch = dispatch
         self.group_size = group_size
+        self.compute_dtype = spec.compute_dtype  # the experts' products; the router stays float32
         init = nnx.initializers.normal(0.02)
         self.router = nnx.Param(init(rngs.params(), (d, e)))
         self.w13 = nnx.Param(init(rngs.params(), (e, d, 2 * f)))
@@ -168,11 +170,11 @@ class MoE(nnx.Module):
             y, kept = dispatch_dense(xg, idx_g, gates_g, self.w13[...], self.w2[...], e)
         else:
             cap = capacity(group, e, k, self.capacity_factor)
-            y, kept = dispatch_capacity(xg, idx_g, gates_g, self.w13[...], self.w2[...], e, cap)
+            y, kept = dispatch_capacity(xg, idx_g, gates_g, self.w13[...], self.w2[...], e, cap, self.compute_dtype)
         y = y.reshape(b, t, d)
         if self.n_shared:
-            a, c = jnp.split(x @ self.shared_w13[...], 2, axis=-1)
-            y = y + (jax.nn.silu(a) * c) @ self.shared_w2[...]
+            a, c = jnp.split(precision.dot(x, self.shared_w13[...], self.compute_dtype), 2, axis=-1)
+            y = y + precision.dot(jax.nn.silu(a) * c, self.shared_w2[...], self.compute_dtype)
         counts = jnp.sum(jax.nn.one_hot(idx, e, dtype=jnp.float32), axis=(0, 1, 2))  # choices per expert
         load = counts / (b * t * k)  # fraction of choices, sums to 1
         mean_prob = jnp.mean(probs, axis=(0, 1))
