@@ -51,6 +51,7 @@ def ladder_smoke_root(tmp_path_factory) -> str:
                            "--wandb", "offline"], capture_output=True, text=True, timeout=1200, cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "ladder complete" in proc.stdout
+    (root / "submit.out").write_text(proc.stdout + proc.stderr)  # what the user saw, workers' logs included
     return str(root)
 
 

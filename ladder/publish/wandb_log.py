@@ -200,6 +200,7 @@ class WandbCallback:
                     run.summary[k] = v
             status = (result or {}).get("status", "SUCCESS")
             run.finish(exit_code=0 if status == "SUCCESS" else 1)
+            _close_service()
         except Exception as exc:
             self._fail(exc)
         finally:
@@ -207,6 +208,18 @@ class WandbCallback:
 
     def finish(self) -> None:
         self.on_end({})
+
+
+def _close_service() -> None:
+    """Shut this process's wandb service connection now that its run is finished.
+
+    Left open, wandb closes it in an atexit hook; a Ray worker's service is often gone by then, and
+    every demo printed wandb's "Exception ignored in atexit callback ... Connection lost" traceback.
+    A later run in the same process starts a new service.
+    """
+    import wandb
+
+    wandb.teardown()
 
 
 def make_callback(spec: Any, step_name: str, root: str | Path | None = None, mode: str | None = None,
@@ -299,6 +312,7 @@ def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | 
             run.summary[k] = v
         out = run.dir
         run.finish()
+        _close_service()
         return out
     except Exception as exc:
         print(f"warning: W&B ladder run for {ladder} failed ({type(exc).__name__}: {exc}); files unaffected",

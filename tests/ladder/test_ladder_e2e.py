@@ -101,6 +101,15 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
         assert (report_dir / name).stat().st_size > 0, name
 
 
+def test_submit_output_has_no_tracebacks(smoke_root):
+    out = smoke_root / "submit.out"
+    if not out.exists():
+        pytest.skip("LADDER_SMOKE_ROOT reuses a ladder submitted outside this session")
+    text = out.read_text()
+    # wandb's service used to die before its atexit hook in recycled Ray workers: two tracebacks a run
+    assert "Traceback" not in text and "Exception ignored" not in text, text[-3000:]
+
+
 def test_report_json_and_table(smoke_root):
     proc = run_cli("report", SMOKE, "--root", str(smoke_root), "--json")
     assert proc.returncode == 0, proc.stderr
