@@ -66,15 +66,30 @@ def _batched_bootstrap(objective, candidates: np.ndarray, W: np.ndarray, n_refin
     return X, f[np.arange(n_b), pick], res.converged.reshape(n_b, k_ref)[np.arange(n_b), pick]
 
 
+def configurations(runs: pd.DataFrame, use_active: bool = True) -> tuple[np.ndarray, int]:
+    """Each run's configuration index (same N and tokens: the seeds of one run) and how many there are."""
+    keys = np.stack([n_of(runs, use_active), runs["tokens"].to_numpy(float)], axis=1)
+    _, index = np.unique(keys, axis=0, return_inverse=True)
+    index = np.asarray(index).reshape(-1)
+    return index, int(index.max()) + 1
+
+
 def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: int = 0,
               base: FitResult | None = None, n_refine: int = 3, level: float = 0.95,
               pin_E: float | None = None) -> FitResult:
-    """Bootstrap over runs: the base fit with `samples` (one refit per resample) and `ci`
-    (percentile interval at `level` for each parameter, default the 2.5 and 97.5 percentiles)."""
+    """Bootstrap over configurations: the base fit with `samples` (one refit per resample) and `ci`
+    (percentile interval at `level` for each parameter, default the 2.5 and 97.5 percentiles).
+
+    The unit resampled is a configuration (one N and token count), with all its replicate seeds
+    together: seeds of one configuration share its size-level luck, so resampling them one by one
+    would count ten seeds of a size as ten independent sizes and narrow the interval. A table of
+    single runs resamples exactly as before."""
     runs = as_runs(runs)
     if base is None:
         base = fit(runs, law, pin_E=pin_E)
-    W = resample_weights(len(runs), n_resamples, seed)
+    index, n_conf = configurations(runs, base.config.get("use_active", True))
+    W_conf = resample_weights(n_conf, n_resamples, seed)
+    W = W_conf[:, index]  # every run of a drawn configuration, as often as it was drawn
     L = runs["loss"].to_numpy(float)
     if law == "chinchilla":
         from fits import chinchilla as ch
@@ -97,9 +112,13 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
         centre = float(logC.mean())
         pin = base.config.get("pin_E")
         pin_e = None if pin is None else float(np.log(pin))
+        # As in the fit: one point per budget at its runs' mean log loss, weighted by their count.
+        budgets, at, counts = np.unique(logC, return_inverse=True, return_counts=True)
+        logL_budget = np.bincount(at, weights=np.log(L)) / counts
+        W = W @ np.eye(budgets.size)[at]  # resampled runs per budget
 
         def objective(X, weights):
-            return cp._objective(X, logC - centre, np.log(L), pin_e, weights)
+            return cp._objective(X, budgets - centre, logL_budget, pin_e, weights)
 
         def theta_of(p):
             a = np.log(p["A"]) - p["alpha"] * centre
@@ -109,10 +128,9 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
         laws = [cp.law_from_theta(x, centre, pin_e).params() for x in X]
     else:
         # IsoFLOP is closed form per resample: a loop of cheap least-squares fits.
-        rng = np.random.default_rng(seed)
         laws, conv = [], []
-        for _ in range(n_resamples):
-            idx = rng.integers(0, len(runs), len(runs))
+        for w in W:
+            idx = np.repeat(np.arange(len(runs)), w.astype(int))
             try:
                 laws.append(fit(runs.iloc[idx], law).params)
                 conv.append(True)
@@ -125,7 +143,8 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
     diag = dict(base.diagnostics)
     diag["bootstrap"] = {"n_resamples": int(n_resamples), "seed": int(seed), "level": level,
                          "refined_per_resample": int(n_refine), "converged": int(np.sum(conv)),
-                         "resampling": "runs, with replacement"}
+                         "resampling": "configurations with replacement, replicate seeds together",
+                         "n_configurations": n_conf}
     return base.with_(samples=samples, ci=ci, diagnostics=diag)
 
 

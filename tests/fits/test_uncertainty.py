@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 
 import fits
@@ -65,3 +66,42 @@ def test_json_round_trip_keeps_samples_ci_and_calibration(holdout):
     back = FitResult.from_json(res.to_json())
     assert back == res
     np.testing.assert_allclose(fits.prediction_band(back, test)["upper"], fits.prediction_band(res, test)["upper"])
+
+
+def _ladder_runs(seeds: int = 2) -> pd.DataFrame:
+    """Five sizes of one recipe (20 tokens per parameter) from L = 1.7 + 60 C^-0.15, each size with its
+    own offset (a size's luck, shared by its seeds) and a little seed noise."""
+    rng = np.random.default_rng(5)
+    n = np.geomspace(1e7, 4e8, 5)
+    size_luck = rng.normal(0, 0.01, n.size)
+    rows = []
+    for i, params in enumerate(n):
+        for _ in range(seeds):
+            loss = (1.7 + 60 * (120 * params**2) ** -0.15) * np.exp(size_luck[i] + rng.normal(0, 0.002))
+            rows.append({"params": params, "tokens": 20 * params, "loss": loss})
+    return pd.DataFrame(rows)
+
+
+def _same_interval_with_every_run_repeated(runs, law):
+    """The table with every run repeated, as if each configuration had a second seed that landed on the
+    same loss: no new configuration, so no new information, and the interval must not narrow."""
+    twice = pd.concat([runs, runs], ignore_index=True)
+    a = fits.bootstrap(runs, law, n_resamples=200, seed=3)
+    b = fits.bootstrap(twice, law, n_resamples=200, seed=3)
+    n_conf = len(runs.drop_duplicates(["params", "tokens"]))
+    assert a.diagnostics["bootstrap"]["n_configurations"] == b.diagnostics["bootstrap"]["n_configurations"] == n_conf
+    for k in a.ci:
+        width_a, width_b = a.ci[k][1] - a.ci[k][0], b.ci[k][1] - b.ci[k][0]
+        assert width_a > 0, k
+        # resampling runs one by one narrowed these by about 1/sqrt(2); what is left is where the
+        # optimiser stops in a flat direction (E) when the objective doubles
+        assert width_b == pytest.approx(width_a, rel=0.03), k
+        assert b.ci[k] == pytest.approx(a.ci[k], rel=0.01), k
+
+
+def test_compute_bootstrap_resamples_sizes_with_their_seeds():
+    _same_interval_with_every_run_repeated(_ladder_runs(), "compute")
+
+
+def test_chinchilla_bootstrap_resamples_configurations_with_their_seeds(chinchilla_runs):
+    _same_interval_with_every_run_repeated(chinchilla_runs.iloc[::4].reset_index(drop=True), "chinchilla")
