@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-from ladder.spec import COSMETIC_FIELDS
+from ladder.spec import COSMETIC_FIELDS, HASH_NEUTRAL_DEFAULTS
 
 HASH_LEN = 12
 
@@ -39,9 +39,11 @@ def canonical(obj: Any) -> Any:
 
 
 def strip_cosmetic(obj: Any, cosmetic: frozenset[str] = COSMETIC_FIELDS) -> Any:
-    """Drop cosmetic keys (descriptions, notes, resources, ...) at any depth of a canonical value."""
+    """Drop cosmetic keys (descriptions, notes, resources, ...) and later-added fields left at their
+    hash-neutral default, at any depth of a canonical value."""
     if isinstance(obj, dict):
-        return {k: strip_cosmetic(v, cosmetic) for k, v in obj.items() if k not in cosmetic}
+        return {k: strip_cosmetic(v, cosmetic) for k, v in obj.items()
+                if k not in cosmetic and not (k in HASH_NEUTRAL_DEFAULTS and v == HASH_NEUTRAL_DEFAULTS[k])}
     if isinstance(obj, list):
         return [strip_cosmetic(v, cosmetic) for v in obj]
     return obj

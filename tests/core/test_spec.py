@@ -142,3 +142,17 @@ def test_marin_hero_compute_matches_the_published_figure():
     spec = load_spec(REPO / "experiments" / "marin_moe_535b.py")
     assert spec.hero.flops == pytest.approx(2.7e24, rel=0.05)
     assert spec.hero.model.params_total == pytest.approx(535e9, rel=0.05)
+
+
+def test_fields_added_later_keep_existing_hashes_at_their_default():
+    from ladder.executor.hashing import hashed_config
+    from ladder.stages import build_steps
+
+    spec = resolve(load_spec(REPO / "experiments" / "smoke.py"))
+    rung = spec.rungs[0]
+    config = hashed_config({s.name: s for s in build_steps(spec)}[rung.name].config)
+    assert rung.model.compute_dtype == "float32" and "compute_dtype" not in config["rung"]["model"]
+    bf16 = dataclasses.replace(rung, model=dataclasses.replace(rung.model, compute_dtype="bfloat16"))
+    changed = resolve(dataclasses.replace(spec, rungs=(bf16, *spec.rungs[1:])))
+    steps = {s.name: s for s in build_steps(changed)}
+    assert hashed_config(steps[rung.name].config)["rung"]["model"]["compute_dtype"] == "bfloat16"
