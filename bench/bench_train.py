@@ -173,6 +173,16 @@ def _specs():
     return specs
 
 
+def _computed_over_active(spec) -> float:
+    """FLOPs the MoE computes per token over its active FLOPs: every expert runs all its capacity
+    slots (``capacity_factor`` x its share, per sequence), filled or not."""
+    from ladder.train.moe import capacity
+
+    slots = spec.n_experts * capacity(SEQ, spec.n_experts, spec.top_k, spec.capacity_factor) / SEQ
+    padding = 6 * spec.n_layers * (slots - spec.top_k) * 3 * spec.d_model * spec.expert_d_ff
+    return 1 + padding / spec.flops_per_token(SEQ)
+
+
 def _child(devices: int) -> None:
     """The host-device side: build every step on ``devices`` devices, then time one round per stdin line."""
     from ladder.train.loop import DEFAULT_STEPS_PER_CALL
@@ -275,7 +285,7 @@ def main() -> None:
             f"{'torch tok/s':>12}{'1dev/torch':>11}{f'{nd}/torch':>11}{'MoE/dense':>10}")
     print(head)
     print("-" * len(head))
-    dense_rate, dense_tps, torch_f32_tps = {}, {}, {}
+    dense_rate, dense_tps, torch_f32_tps, moe_computed = {}, {}, {}, []
     for name, spec in specs:
         one, many = rate(spec, times[name]), rate(spec, host_times[name])
         best = max(one, many)
@@ -285,6 +295,8 @@ def main() -> None:
                  f"{100 * best / peak[spec.compute_dtype]:>7.1f}%")
         if spec.is_moe:
             cells += f"{'-':>12}{'-':>11}{'-':>11}{best / dense_rate[key]:>9.2f}x"
+            padding = _computed_over_active(spec)
+            moe_computed.append(f"{name} {best * padding / dense_rate[key]:.2f} (x{padding:.2f})")
         else:
             dense_rate[key], dense_tps[key] = best, max(tps1, tpsn)
             if torch_times.get(name):
@@ -298,6 +310,8 @@ def main() -> None:
     print(f"GFLOP/s, % peak and MoE/dense use the faster configuration of each row; {nd}: one XLA host "
           f"device per core, batch data-parallel over them (the default for a run asking for {n_host} CPUs); "
           f"torch on a bf16 row: autocast bf16")
+    print("MoE/dense counting the capacity slots the experts compute, filled or not (computed / active FLOPs): "
+          + ", ".join(moe_computed))
     if torch_f32_tps:
         cross = ", ".join(f"d{d} {dense_tps[(d, 'bfloat16')] / t:.2f}x" for d, t in torch_f32_tps.items())
         print(f"trainer bf16 (faster configuration) against torch eager float32: {cross}")
