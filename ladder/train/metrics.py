@@ -119,13 +119,3 @@ def measured_peak_flops(n: int = 1024, reps: int = 6, dtype: str = "float32") ->
         best = min(best, time.perf_counter() - t)
     _PEAK[key] = 2.0 * n**3 / best
     return _PEAK[key]
-    a = jnp.ones((n, n), jnp.float32) * 0.5
-    f = jax.jit(lambda x: x @ x)
-    f(a).block_until_ready()
-    best = math.inf
-    for _ in range(reps):
-        t = time.perf_counter()
-        f(a).block_until_ready()
-        best = min(best, time.perf_counter() - t)
-    _PEAK[key] = 2.0 * n**3 / best
-    return _PEAK[key]

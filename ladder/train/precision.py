@@ -39,15 +39,15 @@ def _product(a: jax.Array, b: jax.Array, a_axis: int, b_axis: int) -> jax.Array:
     return jax.lax.dot_general(a, b, dims, preferred_element_type=jnp.float32)
 
 
-@jax.custom_vjp
-def _bf16_nn(x, w):
-    """x (..., M, K) @ w (..., K, N) with bfloat16 operands -> float32 (..., M, N)."""
-    return _product(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16), -1, -2)
-
-
 def _bf16_nn_fwd(x, w):
     xb, wb = x.astype(jnp.bfloat16), w.astype(jnp.bfloat16)
     return _product(xb, wb, -1, -2), (xb, wb)
+
+
+@jax.custom_vjp
+def _bf16_nn(x, w):
+    """x (..., M, K) @ w (..., K, N) with bfloat16 operands -> float32 (..., M, N)."""
+    return _bf16_nn_fwd(x, w)[0]
 
 
 def _bf16_nn_bwd(res, g):
@@ -61,15 +61,11 @@ def _bf16_nn_bwd(res, g):
 _bf16_nn.defvjp(_bf16_nn_fwd, _bf16_nn_bwd)
 
 
-def _flat(x: jax.Array) -> jax.Array:
-    return x.reshape(-1, x.shape[-1])
-
-
 def dot(x_XxK: jax.Array, w_KxN: jax.Array, dtype: str) -> jax.Array:
     """x (..., K) @ w (K, N) -> (..., N) float32."""
     if dtype == "float32":
         return x_XxK @ w_KxN
-    return _bf16_nn(_flat(x_XxK), w_KxN).reshape(*x_XxK.shape[:-1], w_KxN.shape[-1])
+    return _bf16_nn(x_XxK.reshape(-1, x_XxK.shape[-1]), w_KxN).reshape(*x_XxK.shape[:-1], w_KxN.shape[-1])
 
 
 def expert_dot(x_ExMxK: jax.Array, w_ExKxN: jax.Array, dtype: str) -> jax.Array:
