@@ -1,6 +1,7 @@
-"""Loaders for the published reference data (../shared/reference-data; README there).
+"""Loaders for the published reference data the fits are checked against (README in the folder).
 
-The directory is found from $LADDER_REFERENCE_DATA, else <repo>/../shared/reference-data.
+The project carries its own copy in fits/reference_data (installed with the package, so a fresh
+clone or a plain `pip install` has it); $LADDER_REFERENCE_DATA may point at another copy.
 """
 
 from __future__ import annotations
@@ -20,23 +21,22 @@ OLMO_C4 = "eval/c4_en-validation/CrossEntropyLoss"
 OLMO_RUNG_FILES = {"190M": "190M", "370M": "370M", "760M": "760M", "1.3B": "1B", "3B": "3B"}
 
 
-def data_dir() -> Path | None:
-    """The reference-data directory, or None when it is not present."""
+BUNDLED = Path(__file__).resolve().parent / "reference_data"
+
+
+def data_dir() -> Path:
+    """The reference-data directory: $LADDER_REFERENCE_DATA when set, else the project's own copy."""
     env = os.environ.get("LADDER_REFERENCE_DATA")
-    cands = [Path(env)] if env else []
-    cands.append(Path(__file__).resolve().parent.parent.parent / "shared" / "reference-data")
-    for c in cands:
-        if c.is_dir():
-            return c
-    return None
+    d = Path(env) if env else BUNDLED
+    if not d.is_dir():
+        # Only a user's own LADDER_REFERENCE_DATA can be missing: the bundled copy ships with the package.
+        raise FileNotFoundError(f"LADDER_REFERENCE_DATA={env} is not a directory: unset it to use the "
+                                f"project's copy in {BUNDLED}")
+    return d
 
 
 def _dir() -> Path:
-    d = data_dir()
-    if d is None:
-        raise FileNotFoundError("reference data not found: set LADDER_REFERENCE_DATA or place it at "
-                                "<repo>/../shared/reference-data")
-    return d
+    return data_dir()
 
 
 def chinchilla_epoch(drop_highest: int = 5) -> pd.DataFrame:

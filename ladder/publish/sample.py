@@ -1,9 +1,9 @@
 """Write a realistic sample ladder root (for the dashboard's tests, its benchmark and a demo).
 
 The rung and hero loss curves are real published training curves when the reference data is at
-hand (Luo et al. 2025, multi-power law: 25M/100M/400M models under cosine schedules; set
-LADDER_REFERENCE_DATA or keep /work/shared/reference-data), else a multi-power-shaped synthetic
-curve. The fit is a real least-squares fit of L(C) = E + A C^-alpha to the rungs' final losses
+hand (Luo et al. 2025, multi-power law: 25M/100M/400M models under cosine schedules; the
+project's copy in fits/reference_data, or $LADDER_REFERENCE_DATA), else a multi-power-shaped
+synthetic curve. The fit is a real least-squares fit of L(C) = E + A C^-alpha to the rungs' final losses
 with a bootstrap band; the hero's predicted curve is the largest rung's curve shape stretched to
 the hero's length and placed on the law's prediction. MoE health metrics are synthetic (aux-free
 balancing dynamics with one recorded loss/router-bias spike in the hero).
@@ -34,11 +34,10 @@ N_EXPERTS = 8
 
 
 def reference_dir() -> Path | None:
-    for cand in (os.environ.get("LADDER_REFERENCE_DATA"), "/work/shared/reference-data",
-                 str(Path(__file__).resolve().parents[2] / "shared" / "reference-data")):
-        if cand and (Path(cand) / "multipower_curves").is_dir():
-            return Path(cand)
-    return None
+    from fits import reference
+
+    d = reference.data_dir()
+    return d if (d / "multipower_curves").is_dir() else None
 
 
 def load_curve(size: str, schedule: str, ref: Path | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
