@@ -101,10 +101,12 @@ def fit_compute(C, L, *, pin_E: float | None = None, delta: float = HUBER_DELTA)
     if budgets.size < need:
         raise ValueError(f"the compute law has {need} free parameters and needs at least {need} distinct compute "
                          f"budgets, got {budgets.size}")
-    centre = float(np.mean(np.log(C)))
+    # Centre and weights depend only on the budgets and their relative counts, so a table with every
+    # run repeated poses the very same problem (bit for bit) and the optimiser stops in the same place.
+    centre = float(np.mean(np.log(budgets)))
     x = np.log(budgets) - centre
     logL = np.bincount(index, weights=np.log(L)) / counts
-    weights = counts.astype(np.float64)
+    weights = counts / counts.mean()
     pin_e = None if pin_E is None else float(np.log(pin_E))
 
     def fun(X, rows):

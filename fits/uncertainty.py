@@ -94,6 +94,10 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
     if law == "chinchilla":
         from fits import chinchilla as ch
 
+        # Each resample's weights sum to the number of configurations, not of runs: the objective's
+        # scale, and so where the optimiser stops, is then the same with one seed per configuration or
+        # ten (a table of single runs is unchanged: its rows already sum to that).
+        W = W * (n_conf / W.sum(axis=1, keepdims=True))
         logN, logD, logL = np.log(n_of(runs, base.config.get("use_active", True))), np.log(runs["tokens"]), np.log(L)
         logN, logD = np.asarray(logN, float), np.asarray(logD, float)
 
@@ -109,13 +113,15 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
         from fits import compute as cp
 
         logC = np.log(runs["flops"].to_numpy(float))
-        centre = float(logC.mean())
         pin = base.config.get("pin_E")
         pin_e = None if pin is None else float(np.log(pin))
-        # As in the fit: one point per budget at its runs' mean log loss, weighted by their count.
+        # As in the fit: one point per budget at its runs' mean log loss, weighted by their count,
+        # centred on the budgets' mean log compute.
         budgets, at, counts = np.unique(logC, return_inverse=True, return_counts=True)
+        centre = float(budgets.mean())
         logL_budget = np.bincount(at, weights=np.log(L)) / counts
         W = W @ np.eye(budgets.size)[at]  # resampled runs per budget
+        W *= budgets.size / W.sum(axis=1, keepdims=True)  # the fit's weights, relative to their mean
 
         def objective(X, weights):
             return cp._objective(X, budgets - centre, logL_budget, pin_e, weights)

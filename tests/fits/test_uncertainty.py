@@ -82,7 +82,7 @@ def _ladder_runs(seeds: int = 2) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _same_interval_with_every_run_repeated(runs, law):
+def _same_interval_with_every_run_repeated(runs, law, rel):
     """The table with every run repeated, as if each configuration had a second seed that landed on the
     same loss: no new configuration, so no new information, and the interval must not narrow."""
     twice = pd.concat([runs, runs], ignore_index=True)
@@ -93,15 +93,20 @@ def _same_interval_with_every_run_repeated(runs, law):
     for k in a.ci:
         width_a, width_b = a.ci[k][1] - a.ci[k][0], b.ci[k][1] - b.ci[k][0]
         assert width_a > 0, k
-        # resampling runs one by one narrowed these by about 1/sqrt(2); what is left is where the
-        # optimiser stops in a flat direction (E) when the objective doubles
-        assert width_b == pytest.approx(width_a, rel=0.03), k
-        assert b.ci[k] == pytest.approx(a.ci[k], rel=0.01), k
+        # resampling runs one by one narrowed these by about 1/sqrt(2) (a relative change of 0.29)
+        assert width_b == pytest.approx(width_a, rel=rel), k
+        assert b.ci[k] == pytest.approx(a.ci[k], rel=rel), k
 
 
 def test_compute_bootstrap_resamples_sizes_with_their_seeds():
-    _same_interval_with_every_run_repeated(_ladder_runs(), "compute")
+    # The compute law pools a budget's seeds into one point with relative weights, so the repeated table
+    # is the same problem bit for bit, on any CPU. (Before, its weights doubled with the runs and the
+    # optimiser stopped elsewhere in E's flat direction: the bounds moved 0.17% on an AVX-512 Xeon
+    # and 1.56-1.69% on AVX2, against 0 now on both.)
+    _same_interval_with_every_run_repeated(_ladder_runs(), "compute", rel=1e-12)
 
 
 def test_chinchilla_bootstrap_resamples_configurations_with_their_seeds(chinchilla_runs):
-    _same_interval_with_every_run_repeated(chinchilla_runs.iloc[::4].reset_index(drop=True), "chinchilla")
+    # Here the repeated points are summed as separate terms, so the objective agrees only to rounding:
+    # measured 1.4e-5 (AVX-512 Xeon) and 1.2e-5 (same machine run as AVX2) relative, under 1e-3 by 70x.
+    _same_interval_with_every_run_repeated(chinchilla_runs.iloc[::4].reset_index(drop=True), "chinchilla", rel=1e-3)
