@@ -62,6 +62,9 @@ class LadderGroup(click.Group):
 @click.version_option(package_name="scaling-ladder")
 def main() -> None:
     """Run a scaling ladder as a Ray DAG, fit scaling laws, predict and watch the hero run."""
+    if not sys.stdout.isatty():
+        # Ray colours its workers' log prefixes even into a file; a log should hold plain text.
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
 
 
 # ------------------------------------------------------------------------------------------
@@ -136,7 +139,7 @@ def _positive(ctx, param, value):
 @click.option("--force", "force_gate", is_flag=True, help="Start the hero even if the gate blocks it.")
 @click.option("--wandb", "wandb_mode", type=click.Choice(["auto", "online", "offline", "disabled"]), default=None,
               help="W&B mode (default: the spec's).")
-@click.option("--progress/--no-progress", default=None, help="Live progress lines (default: on a terminal).")
+@click.option("--progress/--no-progress", default=None, help="Progress: a live view on a terminal, else plain lines (start, end, one a minute per training step).")
 @set_option
 def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, overrides):
     """Run every step of the ladder that is not already done (resumable)."""
@@ -149,7 +152,7 @@ def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_
     summary = stages.run_ladder(
         spec, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate, "wandb_mode": wandb_mode},
-        show_progress=sys.stdout.isatty() if progress is None else progress,
+        show_progress=progress is not False,
     )
     return _finish(spec, summary)
 
@@ -160,7 +163,7 @@ def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_
 @root_option
 @click.option("--address", default=None, help="Ray cluster address.")
 @click.option("--force", "force_gate", is_flag=True, help="Start the hero even if the gate blocks it.")
-@click.option("--progress/--no-progress", default=None)
+@click.option("--progress/--no-progress", default=None, help="As for submit.")
 @set_option
 def rerun(spec_path, steps, root, address, force_gate, progress, overrides):
     """Force STEPS (e.g. rung_2), then refresh the analysis steps that read them; the hero is not retrained."""
@@ -173,7 +176,7 @@ def rerun(spec_path, steps, root, address, force_gate, progress, overrides):
             raise UserError(f"rerun: no step named {name!r}; steps are {', '.join(sorted(known))}")
     summary = stages.run_ladder(
         spec, force=steps, address=address or os.environ.get("RAY_ADDRESS"),
-        runtime={"force_gate": force_gate}, show_progress=sys.stdout.isatty() if progress is None else progress,
+        runtime={"force_gate": force_gate}, show_progress=progress is not False,
     )
     return _finish(spec, summary)
 
@@ -341,7 +344,7 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
             click.echo(f"{e.name:<24} {e.action:<5} {e.path}")
         return 0
     summary = sweep_lib.run_sweep(spec, runs, address=address or os.environ.get("RAY_ADDRESS"),
-                                  max_concurrent=max_concurrent, show_progress=sys.stdout.isatty())
+                                  max_concurrent=max_concurrent, show_progress=True)
     if not summary.ok:
         return _finish(sweep_lib.sweep_spec(spec), summary)
     out, rule = sweep_lib.sweep_result(spec, runs)

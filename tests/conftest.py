@@ -46,8 +46,9 @@ def ladder_smoke_root(tmp_path_factory) -> str:
     repo = Path(__file__).resolve().parents[1]
     root = tmp_path_factory.mktemp("smoke-ladder")
     ladder = str(Path(sys.executable).parent / "ladder")
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run([ladder, "submit", str(repo / "experiments" / "smoke.py"), "--root", str(root), "--no-progress",
+    # Piped, as in CI: the default progress is plain lines (one a second per training step here).
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1", "LADDER_PROGRESS_INTERVAL": "1"}
+    proc = subprocess.run([ladder, "submit", str(repo / "experiments" / "smoke.py"), "--root", str(root),
                            "--wandb", "offline"], capture_output=True, text=True, timeout=1200, cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "ladder complete" in proc.stdout

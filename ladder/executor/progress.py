@@ -1,7 +1,14 @@
-"""A rich Live view with one line per running step, fed by the steps' progress.json files."""
+"""Progress of a running ladder, fed by the steps' progress.json files.
+
+On a terminal, a rich Live view redrawn in place, one line per running step. Anywhere else (a pipe,
+a log file, CI), plain lines that survive being written to a file: each step's start and end with
+its status, and for a training step a line about every minute (step, loss, tokens/s, ETA).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Mapping
 
@@ -40,7 +47,61 @@ def progress_row(name: str, state: str, prog: Mapping, started: float | None) ->
             _fmt_eta(prog.get("eta_s")), _fmt_eta(elapsed)]
 
 
-class ProgressView:
+def ProgressView(store: Store, title: str = "", stream=None):  # noqa: N802 (the view's constructor)
+    """The live view when ``stream`` (default stderr) is a terminal, else plain progress lines."""
+    stream = stream if stream is not None else sys.stderr
+    if stream.isatty():
+        return LiveView(store, title)
+    every = float(os.environ.get("LADDER_PROGRESS_INTERVAL", "60"))
+    return LineView(store, title, stream=stream, every_s=every)
+
+
+class LineView:
+    """Plain progress lines: one when a step starts, one when it ends, and one per running step every
+    ``every_s`` seconds. Same ``update(rows, summary, force)`` / ``stop()`` as the live view."""
+
+    def __init__(self, store: Store, title: str = "", stream=None, every_s: float = 60.0):
+        self.store = store
+        self.stream = stream if stream is not None else sys.stderr
+        self.every_s = every_s
+        self._state: dict[str, str] = {}
+        self._last_line: dict[str, float] = {}
+        self._last_step: dict[str, object] = {}  # a line only when the step moved since the last one
+        self._summary = ""
+        if title:
+            self._print(f"{title}: started")
+
+    def _print(self, text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=self.stream, flush=True)
+
+    def update(self, rows, summary: str = "", force: bool = False) -> None:
+        now = time.time()
+        for name, state, d, started in rows:
+            before = self._state.get(name)
+            if state == before and state not in ("running", "other driver"):
+                continue
+            prog = read_progress(self.store, d)
+            _, _, done, pct, loss, tps, eta, elapsed = progress_row(name, state, prog, started)
+            if before is None and state in ("running", "other driver"):
+                self._print(f"{name}: started" if state == "running" else f"{name}: running under another driver")
+                self._last_line[name] = now
+            elif state not in ("running", "other driver"):
+                loss_part = f", loss {loss}" if loss != "-" else ""
+                self._print(f"{name}: {state.upper()} after {elapsed}{loss_part}")
+            elif (prog.get("step") is not None and prog.get("step") != self._last_step.get(name)
+                  and now - self._last_line.get(name, 0.0) >= self.every_s):
+                self._print(f"{name}: step {done} {pct}, loss {loss}, {tps} tokens/s, ETA {eta}".replace("  ", " "))
+                self._last_line[name] = now
+                self._last_step[name] = prog.get("step")
+            self._state[name] = state
+        self._summary = summary or self._summary
+
+    def stop(self) -> None:
+        if self._summary:
+            self._print(self._summary)
+
+
+class LiveView:
     """``update(rows)`` with rows (name, state, step dir, started); renders at most every 0.25 s."""
 
     def __init__(self, store: Store, title: str = ""):
