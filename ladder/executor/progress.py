@@ -68,10 +68,14 @@ class LineView:
         self._last_line: dict[str, float] = {}
         self._last_step: dict[str, object] = {}  # a line only when the step moved since the last one
         self._summary = ""
-        if title:
-            self._print(f"{title}: started")
+        self._title = title
+        self._printed = False
 
     def _print(self, text: str) -> None:
+        # Nothing at all until a step starts: a run refused before anything ran stays one error line.
+        if not self._printed and self._title:
+            print(f"[{time.strftime('%H:%M:%S')}] {self._title}: started", file=self.stream, flush=True)
+        self._printed = True
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=self.stream, flush=True)
 
     def update(self, rows, summary: str = "", force: bool = False) -> None:
@@ -97,7 +101,7 @@ class LineView:
         self._summary = summary or self._summary
 
     def stop(self) -> None:
-        if self._summary:
+        if self._summary and self._printed:
             self._print(self._summary)
 
 

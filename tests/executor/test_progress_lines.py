@@ -57,3 +57,12 @@ def test_lines_give_start_progress_when_it_moves_and_end(tmp_path):
         "1/1 done",
     ]
     assert "\x1b" not in buf.getvalue()
+
+
+def test_nothing_is_printed_when_no_step_ran(tmp_path):
+    """A run refused before any step started (bad input) stays one error line: no title, no summary."""
+    buf = io.StringIO()
+    view = LineView(Store(str(tmp_path)), "ladder smoke", stream=buf)
+    view.update([], "0/8 done")
+    view.stop()
+    assert buf.getvalue() == ""
