@@ -295,6 +295,10 @@ def report(spec_path, root, as_json, overrides):
     from ladder import stages
 
     spec = _spec(spec_path, overrides, root)
+    if not _has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
+        click.echo(f"nothing to report: ladder {spec.name} has not run under {spec.root} (no step has written output); "
+                   f"run: ladder submit {spec_path} --root {spec.root}")
+        return EXIT_FAILED
     rep, html_path = stages.build_report(spec)
     if as_json:
         click.echo(json.dumps(rep, indent=2, default=str))
@@ -304,6 +308,16 @@ def report(spec_path, root, as_json, overrides):
     if html_path:
         click.echo(f"report: {html_path}")
     return 0
+
+
+def _has_outputs(spec) -> bool:
+    """Whether any step of the ladder (the report aside) has written its status or result."""
+    from ladder import layout, stages
+    from ladder.executor.store import Store
+
+    store = Store(spec.root)
+    return any(store.exists(store.join(store.to_path(d), f)) for name, d in stages.step_dirs(spec).items()
+               if name != "report" for f in (layout.STATUS, layout.RESULT))
 
 
 def _numbers(kind):
