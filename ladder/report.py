@@ -216,6 +216,10 @@ def write_report(config: dict, dep_dirs: dict[str, str], out_dir: str) -> tuple[
     prediction = layout.read_json(Path(dep_dirs.get("predict", "/nonexistent")) / layout.PREDICTION, {}) or {}
     if rep.get("hero") and prediction.get("hero"):
         rep["hero"]["flops"] = prediction["hero"].get("flops")
+    if dep_dirs.get("fit"):
+        from ladder.publish.readers import param_rows
+
+        rep["fit_params"] = param_rows(layout.read_json(Path(dep_dirs["fit"]) / layout.FIT, {}))
     write_pngs(rep, tables, out, dep_dirs.get("fit"))
     if "hero_curve" in tables and not tables["hero_curve"].empty:
         layout.write_csv_atomic(out / "curve.csv", tables["hero_curve"])

@@ -67,17 +67,20 @@ def dashboard(root, host, port, verbose):
                    "train/loss=loss. Default: the usual step/tokens/loss keys and every */loss key.")
 @click.option("--from-csv", "from_csv", type=click.Path(dir_okay=False), default=None,
               help="Read an exported history CSV instead of calling the W&B API.")
+@click.option("--metric", default=None, metavar="NAME",
+              help="The metric to import as the loss: a history key (e.g. eval/paloma/macro_loss), or, for a CSV "
+                   "with a 'metric' column naming each row's metric, that name (required when it holds several).")
 @click.option("--root", default=None, help="Ladder root (default: LADDER_ROOT, else ./runs).")
 @click.option("--ladder", "ladder_name", default=None,
               help="Ladder to attach the run to (default: the only ladder under the root).")
-def import_wandb(run_path, name, keys, from_csv, root, ladder_name):
+def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name):
     """Import a W&B run's history as an actual curve the dashboard and report overlay."""
     from ladder.publish.wandb_import import ImportErrorLine, import_run
 
     try:
         out, n = import_run(run_path, name, root=root or _default_root(), ladder=ladder_name, keys=keys,
-                            from_csv=from_csv)
+                            from_csv=from_csv, metric=metric)
     except ImportErrorLine as exc:
         raise BadInput(str(exc)) from None
-    click.echo(f"imported {n} rows of {run_path} as {name}: {out}")
+    click.echo(f"imported {n} rows of {run_path}{f' ({metric})' if metric else ''} as {name}: {out}")
     return 0
