@@ -186,27 +186,37 @@ def _finish(spec: LadderSpec, summary) -> int:
     return 0 if summary.ok else EXIT_FAILED
 
 
+# Dense bf16 peak FLOP/s per accelerator (vendor datasheets, no sparsity).
+ACCELERATORS = {"H100": 989e12, "H200": 989e12, "B200": 2.25e15, "GB200": 2.5e15, "A100": 312e12,
+                "TPUv5p": 459e12, "TPUv6e": 918e12}
+
+
 @main.command()
 @spec_argument
 @root_option
 @click.option("--mfu", type=float, default=0.4, show_default=True, callback=_positive,
               help="Assumed model FLOPs utilisation for accelerator-hours.")
-@click.option("--chip-peak", type=float, default=989e12, show_default=True, callback=_positive,
-              help="Accelerator peak FLOP/s (default: H100 bf16 dense).")
+@click.option("--accelerator", type=click.Choice(sorted(ACCELERATORS)), default="H100", show_default=True,
+              help="Accelerator whose dense bf16 peak prices the runs.")
+@click.option("--chip-peak", type=float, default=None, callback=_positive,
+              help="Peak FLOP/s per accelerator (overrides --accelerator's).")
+@click.option("--chips", type=int, default=None, callback=_positive,
+              help="Accelerators the hero runs on: its wall-clock days (e.g. --accelerator GB200 --chips 792).")
 @json_option
 @set_option
-def plan(spec_path, root, mfu, chip_peak, as_json, overrides):
+def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, overrides):
     """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours."""
     spec = _spec(spec_path, overrides, root)
-    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak, as_json=as_json)
+    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak or ACCELERATORS[accelerator], as_json=as_json,
+                accelerator=accelerator if chip_peak is None else f"{chip_peak:.3g} FLOP/s", chips=chips)
     return 0
 
 
-def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
+def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ladder import stages
+    from ladder import plan_costs, stages
 
     entries = stages.plan_ladder(spec, force=force)
     rows = []
@@ -214,10 +224,12 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
         hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
         rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
                      "flops": e.flops, "accelerator_hours": hours})
+    runs = plan_costs.run_figures(spec, mfu, chip_peak, chips)
     if as_json:
-        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "steps": rows}, indent=2))
+        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
+                               "steps": rows, "runs": runs}, indent=2))
         return
-    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {chip_peak:.3g} FLOP/s)")
+    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {accelerator}, {chip_peak:.3g} FLOP/s)")
     for col in ("step", "action", "reason", "hash", "FLOPs", "accel-h", "path"):
         table.add_column(col, overflow="fold")
     for r in rows:
@@ -226,6 +238,8 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
     total = sum(r["flops"] for r in rows)
     Console(width=200).print(table)
     click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
+    for line in plan_costs.lines(runs, accelerator, mfu, chips):
+        click.echo(line)
 
 
 @main.command()
