@@ -1,0 +1,51 @@
+"""The gate step: block the hero when the ladder is not trustworthy, and say why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ladder import layout
+
+
+def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: bool = False) -> dict:
+    from ladder.executor import Blocked
+
+    gate = config["gate"]
+    reasons: list[str] = []
+    for name in config["rungs"]:
+        d = dep_dirs.get(name)
+        result = layout.read_json(Path(d) / layout.RESULT, {}) if d else {}
+        status = (layout.read_json(Path(d) / layout.STATUS, {}) or {}).get("status") if d else "MISSING"
+        if (result or {}).get("failed_step") is not None:
+            reasons.append(f"{name} diverged: loss non-finite at step {result['failed_step']} (lr {result.get('lr')})")
+        elif status != "SUCCESS" and not gate.get("allow_diverged"):
+            reasons.append(f"{name} did not finish ({status})")
+    fit_doc = layout.read_json(Path(dep_dirs["fit"]) / layout.FIT) if dep_dirs.get("fit") else None
+    pred = layout.read_json(Path(dep_dirs["predict"]) / layout.PREDICTION) if dep_dirs.get("predict") else None
+    if not fit_doc:
+        reasons.append("the fit did not complete")
+    else:
+        bt = fit_doc.get("backtest") or {}
+        if not bt.get("ok"):
+            reasons.append(f"no backtest: {bt.get('reason')}")
+        else:
+            if abs(bt["relative_error"]) > gate["max_backtest_error"]:
+                reasons.append(f"backtest error {bt['relative_error']:+.2%} (fit on {', '.join(bt['fit_on'])}, predict {bt['predict']} "
+                               f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}")
+            hero_ratio = fit_doc.get("hero_ratio") or 0
+            if bt["compute_ratio"] < hero_ratio / 1.5:
+                reasons.append(f"the backtest extrapolates {bt['compute_ratio']:.1f}x but the hero is {hero_ratio:.1f}x beyond the "
+                               "largest rung: add rungs so a backtest reaches the hero's ratio")
+    if pred and pred.get("hero"):
+        h = pred["hero"]
+        width = (h["upper"] - h["lower"]) / h["predicted_final_loss"]
+        if width > gate["max_interval_width"]:
+            reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, wider than {gate['max_interval_width']:.1%}")
+    elif fit_doc:
+        reasons.append("no hero prediction")
+    passed = not reasons
+    verdict = {"passed": passed, "overridden": bool(force and not passed), "reasons": reasons, "thresholds": gate}
+    layout.write_json_atomic(Path(out_dir) / layout.GATE, verdict)
+    if not passed and not force:
+        raise Blocked(reasons)
+    return verdict
