@@ -76,9 +76,24 @@ def fit_progress(points: pd.DataFrame, degree: int = 3, pin_E: float | None = No
         rest = th if pin_E is not None else th[1:]
         return e, rest[:k], rest[k:]
 
-    def resid(th):
+    powers = np.vander(u, k)  # u^(k-1) ... u^0, polyval order
+
+    def parts(th):
         e, a, b = unpack(th)
-        return w * (np.log(e + np.exp(np.polyval(a, u) + np.polyval(b, u) * x)) - logL)
+        ez = np.exp(powers @ a + (powers @ b) * x)
+        return e, ez, e + ez
+
+    def resid(th):
+        _, _, total = parts(th)
+        return w * (np.log(total) - logL)
+
+    def jac(th):
+        _, ez, total = parts(th)
+        da = powers * (ez / total)[:, None]
+        cols = [da, da * x[:, None]]
+        if pin_E is None:
+            cols.insert(0, (1.0 / total)[:, None])
+        return w[:, None] * np.hstack(cols)
 
     best = None
     e_starts = [pin_E] if pin_E is not None else [s for s in (0.25, 0.5, 1.0, 1.5, 2.0) if s < e_hi]
@@ -92,7 +107,7 @@ def fit_progress(points: pd.DataFrame, degree: int = 3, pin_E: float | None = No
         if pin_E is None:
             lo[0], hi[0] = 0.0, e_hi
         try:
-            res = least_squares(resid, th0, bounds=(lo, hi), x_scale="jac")
+            res = least_squares(resid, th0, jac=jac, bounds=(lo, hi), x_scale="jac")
         except ValueError:
             continue
         if np.isfinite(res.cost) and (best is None or res.cost < best.cost):
@@ -129,21 +144,42 @@ class PerFractionLaw:
 
 def per_fraction_fits(points: pd.DataFrame, E: float, grid: str = "frac") -> pd.DataFrame:
     """One least-squares fit of ln(L - E) = ln A - alpha ln C per fraction with 2 or more runs."""
-    rows = []
-    for g, grp in points.groupby(grid):
-        if grp["run"].nunique() < 2 or (grp["loss"] <= E).any():
-            continue
-        slope, icpt = np.polyfit(np.log(grp["flops"].to_numpy(float)), np.log(grp["loss"].to_numpy(float) - E), 1)
-        rows.append({"frac": float(g), "log_A": float(icpt), "alpha": float(-slope), "n_runs": int(grp["run"].nunique())})
-    return pd.DataFrame(rows, columns=["frac", "log_A", "alpha", "n_runs"])
+    return _FractionGroups(points, grid).fits(E)
 
 
-def _sse(points: pd.DataFrame, E: float, grid: str) -> float:
-    fits_ = per_fraction_fits(points, E, grid)
-    if fits_.empty or len(fits_) < points[grid].nunique():
-        return math.inf
-    law = PerFractionLaw(E, tuple(fits_["frac"]), tuple(fits_["log_A"]), tuple(fits_["alpha"]))
-    return float(np.sum((np.log(law.predict(points[grid], points["flops"])) - np.log(points["loss"])) ** 2))
+class _FractionGroups:
+    """Points grouped by fraction once, so a profile over E refits every fraction with array sums."""
+
+    def __init__(self, points: pd.DataFrame, grid: str):
+        self.keys, self.group = np.unique(points[grid].to_numpy(float), return_inverse=True)
+        self.x = np.log(points["flops"].to_numpy(float))
+        self.loss = points["loss"].to_numpy(float)
+        runs = pd.factorize(points["run"])[0]
+        pairs = np.unique(np.column_stack([self.group, runs]), axis=0)
+        self.n_runs = np.bincount(pairs[:, 0], minlength=len(self.keys))
+
+    def _sums(self, v):
+        return np.bincount(self.group, weights=v, minlength=len(self.keys))
+
+    def fits(self, E: float) -> pd.DataFrame:
+        above = self.loss > E
+        bad = self._sums((~above).astype(float)) > 0
+        y = np.log(np.where(above, self.loss - E, 1.0))
+        n = self._sums(np.ones_like(y))
+        sx, sy = self._sums(self.x), self._sums(y)
+        sxx, sxy = self._sums(self.x * self.x), self._sums(self.x * y)
+        var = sxx - sx * sx / np.maximum(n, 1)
+        ok = (self.n_runs >= 2) & ~bad & (var > 0)
+        slope = np.where(ok, (sxy - sx * sy / np.maximum(n, 1)) / np.where(var > 0, var, 1.0), np.nan)
+        icpt = (sy - slope * sx) / np.maximum(n, 1)
+        return pd.DataFrame({"frac": self.keys[ok], "log_A": icpt[ok], "alpha": -slope[ok], "n_runs": self.n_runs[ok]})
+
+    def sse(self, E: float) -> float:
+        f = self.fits(E)
+        if len(f) < len(self.keys):
+            return math.inf
+        pred = E + np.exp(f["log_A"].to_numpy()[self.group] - f["alpha"].to_numpy()[self.group] * self.x)
+        return float(np.sum((np.log(pred) - np.log(self.loss)) ** 2))
 
 
 def fit_per_fraction(points: pd.DataFrame, pin_E: float | None = None, grid: str = "frac") -> FitResult:
@@ -157,7 +193,8 @@ def fit_per_fraction(points: pd.DataFrame, pin_E: float | None = None, grid: str
         if pts.groupby(grid)["run"].nunique().max() < 3:
             raise ValueError("a per-fraction fit cannot estimate E from 2 runs per fraction; pin E or add a rung")
         e_hi = float(pts["loss"].min()) - 1e-3
-        res = minimize_scalar(lambda e: _sse(pts, e, grid), bounds=(0.0, e_hi), method="bounded",
+        groups = _FractionGroups(pts, grid)
+        res = minimize_scalar(groups.sse, bounds=(0.0, e_hi), method="bounded",
                               options={"xatol": 1e-6})
         E = float(res.x)
     else:
@@ -165,7 +202,7 @@ def fit_per_fraction(points: pd.DataFrame, pin_E: float | None = None, grid: str
     fits_ = per_fraction_fits(pts, E, grid)
     if fits_.empty:
         raise ValueError(f"no fraction has 2 runs with loss above E={E:.3f}")
-    sse = _sse(pts, E, grid)
+    sse = _FractionGroups(pts, grid).sse(E)
     return FitResult(law="per_fraction", params={"E": E}, objective=0.5 * sse, n_points=len(pts),
                      config={"pin_E": pin_E, "grid": grid, "fracs": fits_["frac"].tolist(),
                              "log_A": fits_["log_A"].tolist(), "alpha": fits_["alpha"].tolist(),

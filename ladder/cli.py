@@ -266,7 +266,7 @@ def status(spec_path, root, as_json, overrides):
         prog = r.get("progress") or {}
         done = f"{prog.get('step', '')}/{prog.get('total_steps', '')}" if prog else ""
         loss = r.get("loss")
-        table.add_row(r["step"], r["status"], done, f"{loss:.4f}" if isinstance(loss, float) else "",
+        table.add_row(r["step"], r["status"] + (f" ({r['note']})" if r.get("note") else ""), done, f"{loss:.4f}" if isinstance(loss, float) else "",
                       _when(r.get("start")), _when(r.get("end")), r["path"])
     Console(width=200).print(table)
     return 0
@@ -383,38 +383,34 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
 @root_option
 @set_option
 def import_results(spec_path, results_csv, root, overrides):
-    """Record rung (or hero) results trained elsewhere, so fit, predict, gate and report run without training.
+    """Record runs trained elsewhere (rungs or the hero), so fit, predict, gate and report run without training.
 
-    RESULTS.csv has columns `name` (a rung or the hero) and `loss` (final eval loss); optional `tokens`,
-    `params` (active) and `flops`. Then `ladder submit SPEC` fits and predicts from them.
+    RESULTS.csv: finals, with columns `name` (a rung or the hero) and `loss` (final eval loss), optional
+    `tokens`, `params` (active) and `flops`; or whole eval curves, with columns `name` (or `rung`), `step`
+    and `loss`, several rows per run, optional `tokens` and `flops`. A curve that ends short of its spec's
+    steps is recorded partial. Runs in the file replace their earlier imports; others are kept.
+    Then `ladder submit SPEC` fits and predicts from them.
     """
-    import math
-
-    import pandas as pd
-
-    from ladder import stages
+    from ladder import imported, stages
 
     spec = _spec(spec_path, overrides, root)
     if "://" in spec.root:
         raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
     try:
-        frame = pd.read_csv(results_csv)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise UserError(f"{results_csv}: cannot read a CSV ({type(exc).__name__}); give a CSV with columns name, loss") from exc
-    for col in ("name", "loss"):
-        if col not in frame.columns:
-            raise UserError(f"{results_csv}: missing column '{col}'; give columns name, loss (optional tokens, params, flops)")
-    names = {r.name for r in spec.all_runs()}
-    for i, row in frame.iterrows():
-        if row["name"] not in names:
-            raise UserError(f"{results_csv}: row {i + 1}: name {row['name']!r} is not a run of {spec.name} ({', '.join(sorted(names))})")
-        for col in ("loss", "tokens", "params", "flops"):
-            if col in frame.columns and not pd.isna(row[col]) and not (isinstance(row[col], int | float) and math.isfinite(row[col]) and row[col] > 0):
-                raise UserError(f"{results_csv}: row {i + 1}: {col} must be a positive number, got {row[col]!r}")
-        if pd.isna(row["loss"]):
-            raise UserError(f"{results_csv}: row {i + 1}: loss is empty")
+        frame = imported.read_results(results_csv, spec)
+    except imported.ImportError_ as exc:
+        raise UserError(str(exc)) from exc
     path = stages.write_imported(spec, frame)
-    click.echo(f"recorded {len(frame)} results for {spec.name} in {path}; now run: ladder submit {spec_path}")
+    kind = "curves" if "step" in frame.columns else "results"
+    counts = frame.groupby("name", sort=False).size()
+    click.echo(f"recorded {kind} for {len(counts)} runs ({len(frame)} rows) of {spec.name} in {path}; "
+               f"now run: ladder submit {spec_path}")
+    for name in counts.index:
+        record = imported.records(spec)[name]
+        if "curve" in record:
+            result, _ = imported.result_for(spec.rung(name), record)
+            if result.get("partial"):
+                click.echo(f"  {name}: {result['note']}")
     return 0
 
 

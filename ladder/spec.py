@@ -40,7 +40,8 @@ COSMETIC_FIELDS = frozenset({"description", "notes", "wandb", "resources", "root
 # Fields added after ladders had already run: at these defaults they stay out of content hashes, so
 # existing outputs keep their addresses; any other value is hashed like every field.
 HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_latent": 0, "shared_d_ff": 0,
-                         "curve_fit": "auto", "baseline": "none", "baseline_flops_per_step": {}}
+                         "curve_fit": "auto", "baseline": "none", "baseline_flops_per_step": {},
+                         "advisory": False}
 
 
 class SpecError(ValueError):

@@ -21,6 +21,7 @@ from ladder.analysis.finals import (
     predict_samples,
     seed_spread,
 )
+from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
 from ladder.spec import FitSpec, rung_from_dict
 
@@ -34,12 +35,20 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     out = Path(out_dir)
     points, excluded = collect_runs(config["rungs"], dep_dirs)
     finals = points[points["kind"] == "final"] if not points.empty else points
+    hero = rung_from_dict(config["hero"]) if config.get("hero") else None
+    progress = fit_progress(config, dep_dirs, out_dir, fit, hero)
     if points.empty or n_sizes(points) < min_rungs(fit):
+        if progress is not None and progress.get("chosen"):
+            doc = {"summary": {"law": None, "fit_on": [], "excluded": excluded, "level": fit.level,
+                               "note": f"only {len(finals)} rungs finished: no final-loss law; the curve law forecasts"},
+                   "law": None, "backtest": {"ok": False, "reason": "too few finished rungs for the final-loss law"},
+                   "progress": progress}
+            layout.write_json_atomic(out / layout.FIT, doc)
+            return {"law": None, "curve_law": progress["law"]}
         raise ValueError(f"only {len(finals)} rungs finished ({', '.join(e['name'] + ' ' + e['status'] for e in excluded)}); "
                          f"the {fit.law} law needs {min_rungs(fit)}")
     layout.write_csv_atomic(out / layout.RUNS_CSV, points)
     result = fit_final_law(points, fit)
-    hero = rung_from_dict(config["hero"]) if config.get("hero") else None
     ratio = hero.flops / float(finals["flops"].max()) if hero else 10.0
     backtest = backtest_at_ratio(points, fit, ratio)
 
@@ -72,7 +81,7 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
            "bootstrap_params": samples,
            "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
            "curve_backtest": curve_bt,
-           "curve_law": curve_law}
+           "curve_law": curve_law, "progress": progress}
     layout.write_json_atomic(out / layout.FIT, doc)
     return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
             "backtest_ratio": backtest.get("compute_ratio")}

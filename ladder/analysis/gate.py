@@ -24,6 +24,8 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     pred = layout.read_json(Path(dep_dirs["predict"]) / layout.PREDICTION) if dep_dirs.get("predict") else None
     if not fit_doc:
         reasons.append("the fit did not complete")
+    elif (fit_doc.get("progress") or {}).get("chosen"):
+        reasons.extend(_progress_reasons(fit_doc["progress"], gate))
     else:
         bt = fit_doc.get("backtest") or {}
         if not bt.get("ok"):
@@ -44,8 +46,26 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     elif fit_doc:
         reasons.append("no hero prediction")
     passed = not reasons
-    verdict = {"passed": passed, "overridden": bool(force and not passed), "reasons": reasons, "thresholds": gate}
+    # A hero trained elsewhere has nothing here to hold back: the verdict is recorded, not enforced.
+    advisory = bool(config.get("advisory"))
+    verdict = {"passed": passed, "overridden": bool(force and not passed), "advisory": advisory, "reasons": reasons,
+               "thresholds": gate}
     layout.write_json_atomic(Path(out_dir) / layout.GATE, verdict)
-    if not passed and not force:
+    if not passed and not force and not advisory:
         raise Blocked(reasons)
     return verdict
+
+
+def _progress_reasons(progress: dict, gate: dict) -> list[str]:
+    """The curve law's backtests against the gate: each one's mean error, and how far they reach against the hero."""
+    reasons = []
+    for bt in progress.get("backtests") or []:
+        if abs(bt["mean_rel_error"]) > gate["max_backtest_error"]:
+            reasons.append(f"curve backtest {', '.join(bt['fit_on'])} -> {bt['predict']} at {bt['compute_ratio']:.1f}x: mean error "
+                           f"{bt['mean_rel_error']:+.2%} exceeds {gate['max_backtest_error']:.1%}")
+    reach = max((bt["compute_ratio"] for bt in progress.get("backtests") or []), default=0.0)
+    hero_ratio = 10 ** progress["forecast"]["decades"]
+    if reach < hero_ratio / 1.5:
+        reasons.append(f"the curve backtests reach {reach:.1f}x but the hero is {hero_ratio:.0f}x beyond the largest rung: "
+                       "its band is scaled out from them, not measured there")
+    return reasons

@@ -24,6 +24,9 @@ def collect_runs(rung_names: list[str], dep_dirs: dict[str, str]) -> tuple[pd.Da
             excluded.append({"name": name, "status": (result or {}).get("status") or status or "MISSING",
                              "message": (result or {}).get("message")})
             continue
+        if result.get("partial"):  # stopped short (an imported curve): its last point is no final loss
+            excluded.append({"name": name, "status": "PARTIAL", "message": result.get("note")})
+            continue
         # Runs of one size (replicas on other seeds) share a size key; the backtest and the bootstrap
         # treat a size as one unit, and the fit sees every run.
         base = {"name": name, "size": f"{float(result['params_active']):.0f}x{float(result['tokens']):.0f}",
