@@ -45,7 +45,7 @@ def _curve_law_check(path: Path, metrics: pd.DataFrame) -> tuple[dict[str, Any],
     """The whole-curve law's hero curve (a second estimate, from the rungs' whole curves) against the actual.
 
     That law predicts train loss, so it is scored on the hero's train loss: the final as
-    analysis.tail_loss, the curve over the second half.
+    ladder.analysis.tail_loss, the curve over the second half.
     """
     if not path.exists() or metrics.empty or "loss" not in metrics:
         return None
