@@ -107,7 +107,9 @@ def rungs_figure(rep: dict, tables: dict[str, pd.DataFrame], law_curve: pd.DataF
         traces.append({"x": x, "y": y, "mode": "lines", "name": "law on final loss", "legendgroup": "law",
                        "line": {"color": "#1f77b4", "dash": "dash", "width": 1.5}})
     if pred is not None and not pred.empty and "flops" in pred:
-        x, y = _xy(pred, "flops", "loss")
+        from ladder.publish.readers import COMPARE_FROM_FRAC
+
+        x, y = _xy(pred[pred["step"] >= COMPARE_FROM_FRAC * pred["step"].max()], "flops", "loss")
         traces.append({"x": x, "y": y, "mode": "lines", "name": "hero: our forecast", "line": {"color": OURS, "width": 2}})
         total = float(pred["step"].max())
         for f in FRACTIONS:
@@ -165,6 +167,7 @@ def hero_figure(pred: pd.DataFrame, baseline: pd.DataFrame, actuals: dict[str, p
     if ys:
         lay["yaxis"]["range"] = [min(ys) * 0.985, max(ys) * 1.015]
     if start:
+        lay["xaxis"]["range"] = [math.log10(start / 3), math.log10(max(v for v in x if v) * 1.1)]
         lay["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": start, "x1": start, "y0": 0, "y1": 1,
                           "line": {"color": "#888", "dash": "dot", "width": 1}}]
         lay["annotations"] = [{"x": math.log10(start), "xref": "x", "y": 1, "yref": "paper", "showarrow": False,

@@ -58,6 +58,7 @@ def _table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
     """An HTML table of rows; cols: (key, heading, format spec or '' for text)."""
     if not rows:
         return "<p class='muted'>none</p>"
+    cols = [c for c in cols if any(r.get(c[0]) is not None for r in rows)]  # no column of dashes
     head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in cols)
     body = []
     for r in rows:
@@ -97,8 +98,10 @@ def _timeline(rep: dict, dep_dirs: dict[str, str]) -> str:
     fit = rep.get("fit") or {}
     if pdir is not None:
         st = layout.read_json(pdir / layout.STATUS, {}) or {}
-        items.append(f"<b>{_when(st.get('end'))}</b>: our forecast written (predict step), from the {fit.get('law', '?')} law "
-                     f"fitted on {html.escape(', '.join(fit.get('fit_on') or []))}; nothing of the hero was read")
+        law = (rep.get("hero") or {}).get("law") or fit.get("law", "?")
+        names = ", ".join(r["name"] for r in rep.get("rungs") or [])
+        items.append(f"<b>{_when(st.get('end'))}</b>: our forecast written (predict step) with {html.escape(str(law))}, "
+                     f"from the rungs {html.escape(names)} alone; nothing of the hero was read")
     hero = rep.get("hero") or {}
     hdir = _dir(dep_dirs, hero.get("name"))
     if hdir is not None and (hdir / layout.METRICS).exists():
@@ -132,7 +135,7 @@ def _headline(rep: dict) -> str:
     return "; ".join(parts)
 
 
-def _prediction_rows(rep: dict) -> list[dict]:
+def _prediction_rows(rep: dict, baselines: dict) -> list[dict]:
     h = rep.get("hero") or {}
     rows = []
     if h:
@@ -143,6 +146,10 @@ def _prediction_rows(rep: dict) -> list[dict]:
         if cl:
             rows.append({"what": "second estimate: whole-curve law, final train loss", "predicted": cl.get("predicted_final_train_loss"),
                          "actual": cl.get("actual_final_train_loss"), "error": cl.get("relative_error")})
+    marin = (rep.get("baselines") or baselines or {}).get("marin") or {}
+    if marin.get("predicted_final_loss") is not None:
+        rows.append({"what": "Marin's method: final loss (no interval published)", "predicted": marin["predicted_final_loss"],
+                     "lower": marin.get("lower"), "upper": marin.get("upper")})
     for t in rep.get("targets") or []:
         rows.append({"what": f"target {t.get('name')}", "predicted": t.get("loss"), "lower": t.get("lower"), "upper": t.get("upper")})
     return rows
@@ -189,11 +196,12 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
     actuals = {("hero" if k == "hero_curve" else k.split("/", 1)[1]): f for k, f in tables.items()
                if (k == "hero_curve" or k.startswith("actual/")) and not f.empty}
     fit_doc = layout.read_json(fdir / layout.FIT, {}) if fdir else {}
+    pred_doc = (layout.read_json(pdir / layout.PREDICTION, {}) if pdir else {}) or {}
     start = None
     if not pred.empty:
         start = readers.comparison_start(pred.to_dict("records"), "tokens" if "tokens" in pred else "step")
     pred_when = _when((layout.read_json(pdir / layout.STATUS, {}) or {}).get("end")) if pdir else "–"
-    labels = {"ours": f"our forecast (written {pred_when})", "marin": "Marin's forecast (his method on the same rungs)",
+    labels = {"ours": f"our forecast (written {pred_when})", "marin": "Marin's forecast (Marin's method, same rungs)",
               "hero": "actual: hero (train loss, interval means)"}
     labels.update({k: f"actual: {k} (imported)" for k in actuals if k != "hero"})
     first = next(iter(actuals.values()), None)
@@ -209,6 +217,14 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
     bt_rows = [{"what": "final-loss law", "fit_on": ", ".join(bt.get("fit_on") or []), "predict": bt.get("predict"),
                 "ratio": bt.get("compute_ratio"), "predicted": bt.get("predicted"), "actual": bt.get("actual"),
                 "error": bt.get("relative_error")}] if bt.get("ok") else []
+    chosen = str((rep.get("hero") or {}).get("law") or "")
+    for c in ((fit_doc or {}).get("progress") or {}).get("candidates") or []:
+        name = f"curve law {c.get('candidate')} on {c.get('axis')} compute"
+        chosen_mark = " (chosen)" if chosen == f"{c.get('candidate')} on {c.get('axis')} compute" else ""
+        for b in c.get("backtests") or []:
+            bt_rows.append({"what": name + chosen_mark, "fit_on": ", ".join(b.get("fit_on") or []), "predict": b.get("predict"),
+                            "ratio": b.get("compute_ratio"), "error": b.get("mean_rel_error"), "abs": b.get("mean_abs_rel_error"),
+                            "to": b.get("last_frac")})
     cbt = (fit_doc or {}).get("curve_backtest") or {}
     if cbt.get("ok"):
         bt_rows.append({"what": "curve (law x schedule factor), 2nd half", "fit_on": ", ".join(cbt.get("fit_on") or []),
@@ -220,7 +236,7 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
     for fid in ("f-hero", "f-errors"):
         if figs[fid]:
             parts.append(_section(titles[fid], f"<div id='{fid}' class='fig'></div>", fid + "-card"))
-    parts.append(_section("Prediction against actual", _table(_prediction_rows(rep), [
+    parts.append(_section("Prediction against actual", _table(_prediction_rows(rep, pred_doc.get("baselines") or {}), [
         ("what", "", ""), ("predicted", "predicted", ".4f"), ("lower", "lower", ".4f"), ("upper", "upper", ".4f"),
         ("actual", "actual", ".4f"), ("error", "error", "+.2%"), ("inside", "inside interval", "")])
         + "<h2 style='margin-top:14px'>The curve, point by point</h2>" + _table(_curve_rows(rep), [
@@ -251,7 +267,8 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
                                                                ("level", "level", ".0%")]), "law"))
     parts.append(_section("Backtests (the rungs held out, predicted from the others)", _table(bt_rows, [
         ("what", "", ""), ("fit_on", "fit on", ""), ("predict", "predict", ""), ("ratio", "compute ratio", ".2f"),
-        ("predicted", "predicted", ".4f"), ("actual", "actual", ".4f"), ("error", "error", "+.2%")]), "backtests"))
+        ("predicted", "predicted", ".4f"), ("actual", "actual", ".4f"), ("error", "(mean) error", "+.2%"),
+        ("abs", "mean |error|", ".2%"), ("to", "up to", ".0%")]), "backtests"))
     parts.append(_section(f"Gate: {verdict}", "<ul class='tl'>" + "".join(
         f"<li>{html.escape(r)}</li>" for r in gate.get("reasons", [])) + "</ul>" if gate.get("reasons") else "", "gate"))
     data = json.dumps(_json_safe({k: v for k, v in figs.items() if v}), allow_nan=False, default=str).replace("</", "<\\/")

@@ -286,13 +286,21 @@ RENDER.rungs = function (d) {
           line: { color: color(i), dash: dashes[j % dashes.length], width: 1.3 } });
       });
     });
+    // a ladder imported from recorded eval curves has no train loss: imported runs sit beside its eval curves
+    const trained = runs.some((r) => (r.train || {}).n);
     (d.imported || []).forEach((r) => {
       const [xs, ys] = xy(r.train, x, "loss");
-      if (ys.length) tr.push({ x: xs, y: ys, mode: "lines", name: "imported: " + r.name, line: { color: "#444", dash: "dot" } });
+      const hero = r.name.startsWith("hero");
+      if (ys.length) (trained ? tr : ev).push({ x: xs, y: ys, mode: hero ? "markers" : "lines", name: "imported: " + r.name,
+        line: { color: "#444", dash: "dot" }, marker: { color: "#1d232b", size: 5 } });
     });
     const xt = x === "tokens" ? "tokens" : "FLOPs";
-    plot(`c-train-${x === "tokens" ? "tok" : "flops"}`, tr, layout("", xt, "train loss", { xaxis: { type: "log", title: { text: xt } } }));
-    plot(`c-eval-${x === "tokens" ? "tok" : "flops"}`, ev, layout("", xt, "eval loss", { xaxis: { type: "log", title: { text: xt } } }));
+    const sfx = x === "tokens" ? "tok" : "flops";
+    for (const [kind, traces, yt] of [["train", tr, "train loss"], ["eval", ev, "eval loss"]]) {
+      if (traces.length) plot(`c-${kind}-${sfx}`, traces, layout("", xt, yt, { xaxis: { type: "log", title: { text: xt } } }));
+      else document.getElementById(`c-${kind}-${sfx}`).outerHTML = empty(kind === "train"
+        ? "no train loss: these runs were imported as recorded eval curves" : "no eval loss " + (x === "flops" ? "with FLOPs " : "") + "recorded");
+    }
   }
 };
 
@@ -406,7 +414,8 @@ RENDER.hero = function (d) {
   const first = Object.values(comps)[0];
   const fs = first ? first.summary || {} : {};
   const kv = `<div class="kv">
-    <div><b>status</b><span>${d.status ? pill(d.status) : "not started"}</span></div>
+    <div><b>status</b><span>${d.status ? pill(d.status) : Object.keys(comps).some((n) => n !== "hero")
+      ? "trained elsewhere: " + esc(Object.keys(comps).filter((n) => n !== "hero").join(", ")) + " imported" : "not started"}</span></div>
     <div><b>predicted final loss</b><span>${fmt(pr.predicted_final_loss)} [${fmt(pr.lower)}, ${fmt(pr.upper)}]</span></div>
     ${last !== null ? `<div><b>latest train loss</b><span>${fmt(last)} at step ${fmt(act.step ? act.step[act.step.length - 1] : null)}</span></div>` : ""}
     ${fc.length ? `<div><b>latest forecast</b><span>${fmt(fc[fc.length - 1].predicted_final)} (at step ${fmt(fc[fc.length - 1].at_step)})</span></div>` : ""}
@@ -453,6 +462,8 @@ RENDER.hero = function (d) {
       line: { color: "#888", dash: "dot", width: 1 } }];
     const ys = traces.flatMap((t) => t.x.map((x, i) => (x >= startX ? t.y[i] : null))).filter((v) => typeof v === "number");
     if (ys.length) heroLay.yaxis.range = [Math.min(...ys) * 0.985, Math.max(...ys) * 1.015];
+    const xs = traces.flatMap((t) => t.x).filter((v) => typeof v === "number" && v > 0);
+    heroLay.xaxis.range = [Math.log10(startX / 3), Math.log10(Math.max(...xs) * 1.1)];
   }
   plot("c-hero", traces, heroLay);
   if (cmpRows.length) {
