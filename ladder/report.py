@@ -172,7 +172,9 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
         lines.append(f"seeds: runs of one size differ by {fmt(spread['median'], '.2%')} (median) to {fmt(spread['max'], '.2%')} "
                      f"over {spread['sizes']} sizes: errors within that are noise")
     bt = rep.get("backtest") or {}
-    if bt:
+    if bt and not bt.get("ok", True):
+        lines.append(f"backtest of the final-loss law: none ({bt.get('reason')})")
+    elif bt:
         lines.append(f"backtest: fit on {bt.get('fit_on')}, predict {bt.get('predict')} at {fmt(bt.get('compute_ratio'), '.1f')}x compute: "
                      f"predicted {fmt(bt.get('predicted'))} actual {fmt(bt.get('actual'))} error {fmt(bt.get('relative_error'), '+.2%')}")
     gate = rep.get("gate") or {}
