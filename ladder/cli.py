@@ -299,41 +299,6 @@ def train(spec_path, rung_name, root, steps, overrides):
     return 0 if result.get("status") == "SUCCESS" else EXIT_FAILED
 
 
-@main.command()
-@spec_argument
-@root_option
-@json_option
-@set_option
-def report(spec_path, root, as_json, overrides):
-    """Predicted against actual: the hero's final loss and curve, the fit, the backtest; writes report.html."""
-    from ladder import stages
-
-    spec = _spec(spec_path, overrides, root)
-    if not _has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
-        click.echo(f"nothing to report: ladder {spec.name} has not run under {spec.root} (no step has written output); "
-                   f"run: ladder submit {spec_path} --root {spec.root}")
-        return EXIT_FAILED
-    rep, html_path = stages.build_report(spec)
-    if as_json:
-        click.echo(json.dumps(rep, indent=2, default=str))
-        return 0
-    for line in stages.report_lines(rep):
-        click.echo(line)
-    if html_path:
-        click.echo(f"report: {html_path}")
-    return 0
-
-
-def _has_outputs(spec) -> bool:
-    """Whether any step of the ladder (the report aside) has written its status or result."""
-    from ladder import layout, stages
-    from ladder.executor.store import Store
-
-    store = Store(spec.root)
-    return any(store.exists(store.join(store.to_path(d), f)) for name, d in stages.step_dirs(spec).items()
-               if name != "report" for f in (layout.STATUS, layout.RESULT))
-
-
 def _numbers(kind):
     def parse(ctx, param, value):
         if value is None:
