@@ -28,6 +28,8 @@ class Root(Views):
         if "predict" in dirs:
             names += [("hero_curve", "predict: the hero's predicted curve and band"),
                       ("targets", "predict: extra targets")]
+            if (dirs["predict"] / readers.BASELINE_MARIN_CSV).exists():
+                names.append(("baseline_marin", "predict: Marin's method's hero curve (the baseline)"))
         if "hero" in dirs:
             names += [("forecasts", "hero: forecast snapshots")]
             fdir = dirs["hero"] / layout.FORECAST_DIR
@@ -67,8 +69,9 @@ class Root(Views):
         if name in ("fit_params", "backtest", "law_curve"):
             view = self.fit(ladder)
             return {"fit_params": view["params"], "backtest": view["backtest"], "law_curve": view["curve"]}[name]
-        if name in ("hero_curve", "targets") and "predict" in dirs:
-            fname = layout.HERO_CURVE if name == "hero_curve" else layout.TARGETS_CSV
+        if name in ("hero_curve", "targets", "baseline_marin") and "predict" in dirs:
+            fname = {"hero_curve": layout.HERO_CURVE, "targets": layout.TARGETS_CSV,
+                     "baseline_marin": readers.BASELINE_MARIN_CSV}[name]
             return self.files.csv(dirs["predict"] / fname)
         if name == "forecasts" and "hero" in dirs:
             return [scalars(r) for r in self.files.jsonl(dirs["hero"] / layout.FORECASTS)]

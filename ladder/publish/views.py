@@ -69,10 +69,14 @@ class Views(LadderRoot):
         names = [s["name"] for s in steps]
         rungs = [n for n in names if n not in ANALYSIS_STEPS]
         if rungs:  # the analysis chain is always part of a ladder; show what has not started yet
+            recorded = [n for n in self.imported(ladder) if n.startswith("hero")]
             for a in ANALYSIS_STEPS:
                 if a not in names:
-                    steps.append({"name": a, "kind": "train" if a == "hero" else "analysis", "status": "PENDING",
-                                  "progress": {}, "result": {}, "dir": None, "stale": False})
+                    # a hero trained elsewhere is there once its recorded curve is imported
+                    state = "IMPORTED" if a == "hero" and recorded else "PENDING"
+                    steps.append({"name": a, "kind": "train" if a == "hero" else "analysis", "status": state,
+                                  "progress": {}, "result": {}, "dir": None, "stale": False,
+                                  "error": f"trained elsewhere: imported {', '.join(recorded)}" if state == "IMPORTED" else None})
         edges = self._edges(dirs, [s["name"] for s in steps])
         return {"ladder": ladder, "time": now, "steps": steps, "edges": edges}
 

@@ -91,6 +91,11 @@ def test_dashboard_reads_the_same_numbers(report, marin_root):
     assert c["summary"]["outside"] == s["outside_band"] == len(hero["exits"])
     assert c["stretches"] == s["band_exits"]
     assert hero["baseline"]["n"] >= 20 and hero["imported"][0]["name"] == readers.HERO_ACTUAL
+    r = Root(marin_root)
+    steps = {s["name"]: s for s in r.overview("marin_moe_535b")["steps"]}
+    assert steps["hero"]["status"] == "IMPORTED"  # trained elsewhere, its recorded curve imported
+    assert len(r.table("marin_moe_535b", "baseline_marin")) == hero["baseline"]["n"]
+    assert [p["step"] for p in r.table("marin_moe_535b", "hero_points")] == [p["step"] for p in points]
 
 
 async def await_facts(b, sid, events):

@@ -7,7 +7,7 @@ const PAGES = ["overview", "rungs", "fit", "hero", "moe", "tables"];
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
   "#bcbd22", "#7f7f7f"];
 const STATUS_COLOR = { RUNNING: "#2f7ed8", SUCCESS: "#2e9d5b", FAILED: "#d0392b", DEP_FAILED: "#e07b39",
-  BLOCKED: "#b7950b", PENDING: "#9aa3ad" };
+  BLOCKED: "#b7950b", PENDING: "#9aa3ad", IMPORTED: "#5e7d9a" };
 const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
 const params = new URLSearchParams(location.search);
 const POLL_MS = Math.max(500, Number(params.get("poll")) || 3000);
@@ -197,8 +197,9 @@ RENDER.overview = function (d) {
     const p = s.progress || {}, r = s.result || {};
     const done = p.total_steps ? `${p.step || 0}/${p.total_steps}` : "";
     return {
-      step: s.name, status: s.status + (s.stale ? " (stale heartbeat)" : ""), progress: done,
-      loss: p.loss !== undefined ? p.loss : (r.final_loss !== undefined ? r.final_loss : r.loss),
+      step: s.name, status: s.status + (s.stale ? " (stale heartbeat)" : "") + (s.status === "IMPORTED" ? ": " + s.error : ""),
+      progress: done,
+      loss: p.loss !== undefined ? p.loss : (r.final_loss ?? r.final_eval_loss ?? r.loss),
       "tokens/s": s.tokens_per_s, eta: s.status === "RUNNING" ? dur(p.eta_s) : "", start: when(s.start), end: when(s.end), dir: s.dir || "",
     };
   });
