@@ -261,8 +261,12 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
         ("name", "run", ""), ("status", "status", ""), ("params_active", "N active", ".3g"), ("tokens", "tokens", ".3g"),
         ("flops", "FLOPs", ".3g"), ("final_eval_loss", "final eval loss", ".4f"), ("final_train_loss", "final train loss", ".4f"),
         ("wall_s", "wall s", ",.0f")]), "runs"))
+    params = readers.param_rows(fit_doc)
+    flat = params and all(p["lower"] is not None and p["lower"] == p["upper"] for p in params)
+    note = ("<p class='muted'>Every bootstrap refit gave the same parameters: too few distinct rung sizes to "
+            "resample, so these intervals say nothing.</p>") if flat else ""
     parts.append(_section(f"Law: {fit.get('law', '–')} on {fit.get('n_points', '–')} points, {fit.get('bootstrap', 0)} bootstrap refits",
-                          _table(readers.param_rows(fit_doc), [("param", "parameter", ""), ("value", "value", ".5g"),
+                          note + _table(params, [("param", "parameter", ""), ("value", "value", ".5g"),
                                                                ("lower", "lower", ".5g"), ("upper", "upper", ".5g"),
                                                                ("level", "level", ".0%")]), "law"))
     parts.append(_section("Backtests (the rungs held out, predicted from the others)", _table(bt_rows, [
