@@ -73,15 +73,19 @@ def forecast(axis: Axis, fit_fn: FitFn, backtests: list[dict], fracs: np.ndarray
 
 
 def snapshot(axis: Axis, fit_fn: FitFn, target_points: pd.DataFrame, at_frac: float, fracs: np.ndarray,
-             level: float, prior_sigma: np.ndarray) -> tuple[pd.DataFrame, dict]:
+             level: float, prior_sigma: np.ndarray, decades: float) -> tuple[pd.DataFrame, dict]:
     """Refit with the target's own points up to `at_frac` and forecast the rest of its curve.
 
     The target's points enter the fit as one more run at its own compute, so the law is pinned at
-    its scale where it has been seen. The band past `at_frac` is the error of predicting a rung's
-    rest from its own points up to `at_frac` (truncation backtests on the complete rungs, scaled
-    from their remaining compute ratio to the target's), never wider than the prior band.
+    its scale where it has been seen. The band past `at_frac`: the prior's extrapolation sigma
+    rescaled from the prior's distance (`decades` beyond the largest rung) to the distance from
+    the target's own last point, the error of predicting a rung's rest from its points up to
+    `at_frac` (truncation backtests), and the target's own scatter about the refit; never wider
+    than the prior band.
     """
-    seen = target_points[target_points["frac"] <= at_frac + 1e-12]
+    # points before the rungs' first fraction lie outside the law's support (warmup, the early drop)
+    first = float(axis.points.groupby("run")["frac"].min().max())
+    seen = target_points[(target_points["frac"] <= at_frac + 1e-12) & (target_points["frac"] >= first - 1e-3)]
     hero = pd.DataFrame({"run": "__target__", "frac": seen["frac"].to_numpy(float),
                          "frac_snap": np.round(seen["frac"].to_numpy(float) * 20) / 20,
                          "flops": axis.target_flops * seen["frac"].to_numpy(float),
@@ -91,11 +95,17 @@ def snapshot(axis: Axis, fit_fn: FitFn, target_points: pd.DataFrame, at_frac: fl
     central = res.model().predict(fracs, axis.target_flops * fracs)
     full = axis.points.groupby("run")["frac"].max()
     tail = tail_error(pts, fit_fn, at_frac, [r for r, f in full.items() if f > 0.99])
-    # a rung's rest after the cut is ln(1 / cut) in log compute; the target's is the same, so no rescaling
-    sigma = np.where(fracs > at_frac, np.minimum(prior_sigma, max(tail["rms_log_error"], _rms_residual(res, pts))), 0.0)
+    # the target's own scatter about the refit: its points are noisier than the law (eval noise, changes mid-run)
+    own = np.log(res.model().predict(hero["frac"], hero["flops"])) - np.log(hero["loss"].to_numpy(float))
+    noise = float(np.sqrt(np.mean(own ** 2))) if own.size else 0.0
+    # The prior's extrapolation error, by the same linear-in-decades rule, now measured from the
+    # target's own last point (log10(g / at_frac)) instead of from the largest rung (`decades`).
+    dist = np.log10(np.maximum(fracs / at_frac, 1.0)) / max(decades, 1e-3)
+    ahead = np.sqrt((prior_sigma * dist) ** 2 + tail["rms_log_error"] ** 2 + noise ** 2)
+    sigma = np.where(fracs > at_frac, np.minimum(prior_sigma, ahead), noise)
     lower, upper = band(central, sigma, level)
     curve = pd.DataFrame({"frac": fracs, "flops": axis.target_flops * fracs, "loss": central, "lower": lower,
                           "upper": upper})
-    return curve, {"at_frac": at_frac, "n_points": int(len(seen)), "E": res.params.get("E"),
+    return curve, {"at_frac": at_frac, "n_points": int(len(seen)), "E": res.params.get("E"), "sigma_own_points": noise,
                    "predicted_final": float(central[-1]), "lower": float(lower[-1]), "upper": float(upper[-1]),
                    "tail_error": tail}

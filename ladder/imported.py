@@ -41,6 +41,8 @@ def read_results(path: str, spec: LadderSpec) -> pd.DataFrame:
                                "(optional tokens, params, flops)")
     names = {r.name for r in spec.all_runs()}
     numeric = [c for c in ("loss", "step", "tokens", "params", "flops") if c in frame.columns]
+    # a curve may start at step 0, before any token or FLOP
+    zero_ok = {"step", "tokens", "flops"} if "step" in frame.columns else set()
     for i, row in frame.iterrows():
         if row["name"] not in names:
             raise ImportError_(f"{path}: row {i + 1}: name {row['name']!r} is not a run of {spec.name} ({', '.join(sorted(names))})")
@@ -51,9 +53,9 @@ def read_results(path: str, spec: LadderSpec) -> pd.DataFrame:
             if pd.isna(v):
                 continue
             ok = isinstance(v, int | float | np.integer | np.floating) and math.isfinite(v)
-            ok = ok and (v >= 0 if col == "step" else v > 0)
+            ok = ok and (v >= 0 if col in zero_ok else v > 0)
             if not ok:
-                kind = "a non-negative integer" if col == "step" else "a positive number"
+                kind = "a non-negative number" if col in zero_ok else "a positive number"
                 raise ImportError_(f"{path}: row {i + 1}: {col} must be {kind}, got {v!r}")
     if "step" in frame.columns:
         if frame["step"].isna().any():

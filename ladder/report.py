@@ -73,7 +73,8 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
         result = layout.read_json(Path(d) / layout.RESULT, {}) if d else {}
         rungs.append({"name": name, "status": result.get("status"), "final_eval_loss": result.get("final_eval_loss"),
                       "final_train_loss": result.get("final_train_loss"), "params_active": result.get("params_active"),
-                      "tokens": result.get("tokens"), "flops": result.get("flops"), "wall_s": result.get("wall_s")})
+                      "tokens": result.get("tokens"), "flops": result.get("flops"), "wall_s": result.get("wall_s"),
+                      "partial": bool(result.get("partial")), "note": result.get("note")})
         if d:
             tables[f"metrics/{name}"] = layout.read_jsonl(Path(d) / layout.METRICS)
             tables[f"eval/{name}"] = layout.read_jsonl(Path(d) / layout.EVAL)
@@ -117,6 +118,9 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
                     hero["curve_law"]["eval_relative_error"] = p["curve_law_final_eval_loss"] / actual - 1.0
         _compare_actuals(report, hero, tables, dep_dirs)
         report["hero"] = hero
+    from ladder.report_progress import add_progress
+
+    add_progress(report, prediction, dep_dirs, config, tables)
     return report, tables
 
 
@@ -162,7 +166,8 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
 
     lines = [f"ladder {rep.get('ladder')}", "", f"{'run':<10} {'status':<10} {'N active':>10} {'tokens':>10} {'FLOPs':>10} {'eval loss':>10}"]
     for r in rep.get("rungs", []):
-        lines.append(f"{r['name']:<10} {str(r['status']):<10} {fmt(r['params_active'], '>10.3g')} {fmt(r['tokens'], '>10.3g')} "
+        status = "PARTIAL" if r.get("partial") else str(r["status"])
+        lines.append(f"{r['name']:<10} {status:<10} {fmt(r['params_active'], '>10.3g')} {fmt(r['tokens'], '>10.3g')} "
                      f"{fmt(r['flops'], '>10.3g')} {fmt(r['final_eval_loss'], '>10.4f')}")
     fit = rep.get("fit") or {}
     if fit:
@@ -173,7 +178,7 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
                      f"over {spread['sizes']} sizes: errors within that are noise")
     bt = rep.get("backtest") or {}
     if bt and not bt.get("ok", True):
-        lines.append(f"backtest of the final-loss law: none ({bt.get('reason')})")
+        lines.append(f"backtest (final-loss law): {bt.get('reason')}")
     elif bt:
         lines.append(f"backtest: fit on {bt.get('fit_on')}, predict {bt.get('predict')} at {fmt(bt.get('compute_ratio'), '.1f')}x compute: "
                      f"predicted {fmt(bt.get('predicted'))} actual {fmt(bt.get('actual'))} error {fmt(bt.get('relative_error'), '+.2%')}")
@@ -205,9 +210,39 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
         lines.append(f"actual {name} (imported): {s['inside_band']} of {s['points']} points from step {s['from_step']} inside "
                      f"the band; mean |error| ours {fmt(s['mean_abs_rel_error'], '.2%')}"
                      + (f", Marin's {fmt(s['marin_mean_abs_rel_error'], '.2%')}" if "marin_mean_abs_rel_error" in s else ""))
+    lines += _progress_lines(rep, fmt)
     for t in rep.get("targets", []):
         lines.append(f"target {t.get('name')}: predicted loss {fmt(t.get('loss'))} [{fmt(t.get('lower'))}, {fmt(t.get('upper'))}] "
                      f"at {fmt(t.get('flops'), '.3g')} FLOPs")
+    return lines
+
+
+def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
+    """The curve forecast's lines: backtests and coverage, baselines, the recorded points, snapshots."""
+    hero, lines = rep.get("hero") or {}, []
+    for r in rep.get("rungs", []):
+        if r.get("note"):
+            lines.append(f"{r['name']}: {r['note']}")
+    for b in hero.get("backtests") or []:
+        lines.append(f"  curve backtest {', '.join(b['fit_on'])} -> {b['predict']} at {b['compute_ratio']:.1f}x: "
+                     f"mean |error| {fmt(b['mean_abs_rel_error'], '.2%')} (mean {fmt(b['mean_rel_error'], '+.2%')})")
+    for c in hero.get("coverage") or []:
+        if c.get("coverage") is not None:
+            lines.append(f"  band coverage on {c['predict']} (band calibrated on {', '.join(c['calibrated_on'])} only): "
+                         f"{fmt(c['coverage'], '.0%')} of {c['n_points']} points")
+    rec = hero.get("recorded")
+    if rec:
+        lines.append(f"  hero's recorded points {rec['from_frac']:.0%}-{rec['to_frac']:.1%} ({rec['n_points']}): ours mean |error| "
+                     f"{fmt(rec['mean_abs_rel_error'], '.2%')}, {fmt(rec.get('inside_band'), '.0%')} inside the band "
+                     f"(half-width {fmt(rec.get('mean_band_half_width'), '.1%')})")
+    for name, b in (rep.get("baselines") or {}).items():
+        brec = b.get("recorded") or {}
+        lines.append(f"  baseline {name}: final {fmt(b.get('predicted_final_loss'))} (no interval)"
+                     + (f"; recorded points mean |error| {fmt(brec['mean_abs_rel_error'], '.2%')}" if brec else ""))
+    for snap in hero.get("snapshots") or []:
+        lines.append(f"  snapshot at {snap['at_frac']:.1%}: final {fmt(snap['predicted_final'])} [{fmt(snap['lower'])}, "
+                     f"{fmt(snap['upper'])}]" + (f", later points mean |error| {fmt(snap['later_mean_abs_rel_error'], '.2%')}, "
+                                                  f"{fmt(snap['later_inside_band'], '.0%')} inside" if "later_points" in snap else ""))
     return lines
 
 

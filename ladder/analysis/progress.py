@@ -76,8 +76,10 @@ def axes(points: pd.DataFrame, totals: dict[str, float]):
     return out
 
 
-def hero_fracs(hero: RungSpec, n: int = 400) -> np.ndarray:
-    steps = np.unique(np.linspace(1, hero.steps, min(hero.steps, n)).astype(int))
+def hero_fracs(hero: RungSpec, first: float, n: int = 400) -> np.ndarray:
+    """Fractions of the hero's run from `first` (the rungs' earliest point: the law has no support before it)."""
+    start = max(1, int(np.ceil(first * hero.steps)))
+    steps = np.unique(np.linspace(start, hero.steps, min(hero.steps - start + 1, n)).astype(int))
     return steps / hero.steps
 
 
@@ -105,7 +107,7 @@ def fit_progress(config: dict, dep_dirs: dict[str, str], out_dir: str, fit: FitS
         doc["error"] = "no candidate could be backtested on these rungs"
         return doc
     axis = next(a for a in axes(points, totals) if a.name == best["axis"])
-    fracs = hero_fracs(hero)
+    fracs = hero_fracs(hero, float(points.groupby("run")["frac"].min().max()))
     curve, info = forecast(axis, CANDIDATES[best["candidate"]], best["backtests"], fracs, fit.level, complete)
     curve.insert(0, "step", fracs * hero.steps)
     curve.insert(1, "tokens", curve["step"] * hero.batch_tokens)

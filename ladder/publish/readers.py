@@ -16,10 +16,12 @@ import numpy as np
 
 from ladder.publish.files import JsonlTable, num
 
-# The first 5% of a run is the descent from the initial loss (ln vocab), which no law of loss
-# against compute describes; the comparison with the forecast starts there (Marin's own forecast
-# grid starts at 5% too). Defined on the predicted curve's x (its last point is the run's end).
-COMPARE_FROM_FRAC = 0.05
+# The first 10% of a run is warmup and the descent from the initial loss (ln vocab), which no law
+# of loss against compute describes and where a per-fraction law has least to stand on; the
+# comparison with the forecast starts there, in the report, the dashboard and the curve forecast's
+# own scoring (ladder.report_progress). Defined on the predicted curve's x (its last point is the
+# run's end).
+COMPARE_FROM_FRAC = 0.10
 HERO_ACTUAL = "hero_actual"  # the imported run compared with the hero's forecast (import-wandb --as)
 BASELINE_MARIN_CSV = "baseline_marin.csv"  # predict: Marin's method's hero curve (step, tokens, frac, loss)
 
@@ -269,6 +271,17 @@ def tokens_per_s(progress: Any, result: Any) -> float | None:
     return num(progress.get("tokens_per_s")) if isinstance(progress, dict) else None
 
 
+def _hero_series(files, hero_dir) -> dict[str, np.ndarray]:
+    """The hero's train loss where it trained here, else its recorded eval points (import-results)."""
+    from ladder import layout
+
+    metrics = files.jsonl(hero_dir / layout.METRICS)
+    if len(metrics):
+        return actual_series(metrics)
+    evals = [{**r, "loss": r.get("eval_loss")} for r in files.jsonl(hero_dir / layout.EVAL)]
+    return actual_series(evals)
+
+
 def hero_comparisons(files, predict_dir, hero_dir, imported: dict) -> dict[str, dict[str, Any]]:
     """Every actual hero curve against the forecast: the hero trained here (its train loss, which
     hero_curve.csv predicts) and each imported run named hero* (import-wandb --as hero_actual).
@@ -281,7 +294,7 @@ def hero_comparisons(files, predict_dir, hero_dir, imported: dict) -> dict[str, 
     baseline = files.csv(predict_dir / BASELINE_MARIN_CSV)
     out: dict[str, dict[str, Any]] = {}
     if hero_dir is not None:
-        out["hero"] = compare(predicted, actual_series(files.jsonl(hero_dir / layout.METRICS)), baseline)
+        out["hero"] = compare(predicted, _hero_series(files, hero_dir), baseline)
     for name, d in imported.items():
         if name.startswith("hero"):
             out[name] = compare(predicted, actual_series(files.jsonl(d / layout.METRICS)), baseline)

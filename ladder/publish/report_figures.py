@@ -167,11 +167,13 @@ def hero_figure(pred: pd.DataFrame, baseline: pd.DataFrame, actuals: dict[str, p
     if ys:
         lay["yaxis"]["range"] = [min(ys) * 0.985, max(ys) * 1.015]
     if start:
+        from ladder.publish.readers import COMPARE_FROM_FRAC
+
         lay["xaxis"]["range"] = [math.log10(start / 3), math.log10(max(v for v in x if v) * 1.1)]
         lay["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": start, "x1": start, "y0": 0, "y1": 1,
                           "line": {"color": "#888", "dash": "dot", "width": 1}}]
         lay["annotations"] = [{"x": math.log10(start), "xref": "x", "y": 1, "yref": "paper", "showarrow": False,
-                               "xanchor": "left", "yanchor": "top", "text": " comparison starts (5% of the run)",
+                               "xanchor": "left", "yanchor": "top", "text": f" comparison starts ({COMPARE_FROM_FRAC:.0%} of the run)",
                                "font": {"size": 11, "color": "#555"}}]
     return {"data": traces, "layout": lay}
 

@@ -44,7 +44,7 @@ def test_band_exits_agree(root, report):
     hero = Root(root).hero("smoke")
     view = hero["comparisons"]["hero"]
     doc = report["hero"]["comparison"]
-    # the same points judged, from the same start: 5% of the hero's run
+    # the same points judged, from the same start: 10% of the hero's run
     total = layout.read_json(_dir(root, "hero") / layout.RESULT)["total_steps"]
     assert doc["from_step"] == view["summary"]["first_step"] >= readers.COMPARE_FROM_FRAC * total
     assert doc["points"] == view["summary"]["points"] and doc["outside_band"] == view["summary"]["outside"] == len(hero["exits"])

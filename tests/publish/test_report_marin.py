@@ -63,7 +63,7 @@ def test_report_json_carries_the_actual_points(report):
     points = report["actuals"][readers.HERO_ACTUAL]
     recorded = {int(r["step"]): float(r["loss"]) for r in _dropless()}
     hero_steps = 390_251
-    # every recorded point from 5% of the hero's run on is compared; the initial descent is not
+    # every recorded point from 10% of the hero's run on is compared; the initial descent is not
     want = sorted(s for s in recorded if s >= readers.COMPARE_FROM_FRAC * hero_steps - 1)
     assert [p["step"] for p in points] == want and len(points) >= 25
     for p in points:
