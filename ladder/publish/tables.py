@@ -30,15 +30,16 @@ class Root(Views):
                       ("targets", "predict: extra targets")]
             if (dirs["predict"] / readers.BASELINE_MARIN_CSV).exists():
                 names.append(("baseline_marin", "predict: Marin's method's hero curve (the baseline)"))
-        if "hero" in dirs:
+        hd = self.hero_dir(dirs)
+        if hd is not None:
             names += [("forecasts", "hero: forecast snapshots")]
-            fdir = dirs["hero"] / layout.FORECAST_DIR
+            fdir = hd / layout.FORECAST_DIR
             if fdir.is_dir():
                 for p in sorted((p for p in fdir.glob("*.csv") if p.stem.isdigit()), key=lambda p: int(p.stem)):
                     names.append((f"forecast.{p.stem}", f"hero: forecast made at step {p.stem}"))
         for name in self.imported(ladder):
             names.append((f"imported.{name}", f"imported run {name}"))
-        if "predict" in dirs and ("hero" in dirs or any(n.startswith("hero") for n in self.imported(ladder))):
+        if "predict" in dirs and (hd is not None or any(n.startswith("hero") for n in self.imported(ladder))):
             names += [("hero_points", "hero: each actual point against the forecast (ours and Marin's)"),
                       ("band_exits", "hero: points outside the band")]
         return [{"name": n, "title": t} for n, t in names]
@@ -73,16 +74,17 @@ class Root(Views):
             fname = {"hero_curve": layout.HERO_CURVE, "targets": layout.TARGETS_CSV,
                      "baseline_marin": readers.BASELINE_MARIN_CSV}[name]
             return self.files.csv(dirs["predict"] / fname)
-        if name == "forecasts" and "hero" in dirs:
-            return [scalars(r) for r in self.files.jsonl(dirs["hero"] / layout.FORECASTS)]
+        hd = self.hero_dir(dirs)
+        if name == "forecasts" and hd is not None:
+            return [scalars(r) for r in self.files.jsonl(hd / layout.FORECASTS)]
         if name in ("band_exits", "hero_points"):
             comparisons = self.hero_comparisons(ladder)
             if not comparisons:
                 return None
             return [{"run": run, **p} for run, c in comparisons.items()
                     for p in (readers.exits(c["points"]) if name == "band_exits" else c["points"])]
-        if kind == "forecast" and arg.isdigit() and "hero" in dirs:
-            p = dirs["hero"] / layout.FORECAST_DIR / f"{arg}.csv"
+        if kind == "forecast" and arg.isdigit() and hd is not None:
+            p = hd / layout.FORECAST_DIR / f"{arg}.csv"
             return self.files.csv(p) if p.is_file() else None
         if kind == "imported" and arg:
             d = self.imported(ladder).get(arg)

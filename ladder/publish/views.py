@@ -71,7 +71,7 @@ class Views(LadderRoot):
         if rungs:  # the analysis chain is always part of a ladder; show what has not started yet
             recorded = [n for n in self.imported(ladder) if n.startswith("hero")]
             for a in ANALYSIS_STEPS:
-                if a not in names:
+                if a not in names and not (a == "hero" and self.hero_dir(dirs) is not None):
                     # a hero trained elsewhere is there once its recorded curve is imported
                     state = "IMPORTED" if a == "hero" and recorded else "PENDING"
                     steps.append({"name": a, "kind": "train" if a == "hero" else "analysis", "status": state,
@@ -176,7 +176,7 @@ class Views(LadderRoot):
                 out["hero"] = {"flops": hero_flops, "loss": pl, "lower": num(h.get("lower")),
                                "upper": num(h.get("upper")), "level": num(h.get("level")),
                                "name": h.get("name") or "hero"}
-            hero_dir = dirs.get("hero")
+            hero_dir = self.hero_dir(dirs)
             if out["hero"] is not None and hero_dir is not None:
                 res = self.files.json(hero_dir / layout.RESULT, {}) or {}
                 if isinstance(res, dict) and res.get("status", "SUCCESS") == "SUCCESS":
@@ -244,7 +244,7 @@ class Views(LadderRoot):
             pred = self.files.json(pd_ / layout.PREDICTION, {}) or {}
             out["prediction"] = scalars(readers.hero_prediction(pred))
         out["predicted"] = self._columns(predicted, ("step", "tokens", "flops", "loss", "lower", "upper"))
-        hd = dirs.get("hero")
+        hd = self.hero_dir(dirs)
         if hd is not None:
             status = self.files.json(hd / layout.STATUS, {}) or {}
             out["status"] = status.get("status", "") if isinstance(status, dict) else ""
@@ -280,7 +280,14 @@ class Views(LadderRoot):
 
     def hero_comparisons(self, ladder: str) -> dict[str, dict]:
         dirs = self.step_dirs(ladder)
-        return readers.hero_comparisons(self.files, dirs.get("predict"), dirs.get("hero"), self.imported(ladder))
+        return readers.hero_comparisons(self.files, dirs.get("predict"), self.hero_dir(dirs), self.imported(ladder))
+
+    def hero_dir(self, dirs: dict[str, Path]) -> Path | None:
+        """The hero step's directory: the step prediction.json names as the hero (Marin's is d6144), else "hero"."""
+        pd_ = dirs.get("predict")
+        pred = self.files.json(pd_ / layout.PREDICTION, {}) if pd_ is not None else {}
+        name = readers.hero_prediction(pred).get("name") if isinstance(pred, dict) else None
+        return dirs.get(name) if isinstance(name, str) and name in dirs else dirs.get("hero")
 
     def _comparisons(self, comparisons: dict[str, dict]) -> dict[str, dict]:
         """Each comparison's summary, band exits and per-point errors (thinned for the charts)."""

@@ -65,7 +65,7 @@ def test_report_json_carries_the_actual_points(report):
     hero_steps = 390_251
     # every recorded point from 10% of the hero's run on is compared; the initial descent is not
     want = sorted(s for s in recorded if s >= readers.COMPARE_FROM_FRAC * hero_steps - 1)
-    assert [p["step"] for p in points] == want and len(points) >= 25
+    assert [p["step"] for p in points] == want and len(points) >= 20
     for p in points:
         assert set(p) == {"step", "tokens", "loss", "predicted", "lower", "upper", "marin"}
         assert p["loss"] == pytest.approx(recorded[p["step"]])
@@ -171,3 +171,31 @@ def test_dashboard_hero_page_live_import(marin_root, browser, screenshot_dir, tm
     assert "actual: hero_actual" in extra["after"] and "predicted band" in extra["after"]
     assert extra["errors"] == ["ours (hero_actual)", "Marin's (hero_actual)"]
     assert "trained elsewhere: hero_actual imported" in extra["text"] and "mean |error| Marin's" in extra["text"]
+
+
+def test_hero_recorded_through_import_results_reads_the_same(tmp_path):
+    """The hero's recorded curve imported with the rungs' (import-results) instead: the curve
+    forecast's own scoring (hero.recorded), the report's point-by-point comparison and the
+    dashboard's judge the same points from the same start and agree on every number."""
+    rows = [{"rung": r["rung"], "step": r["step"], "tokens": r["tokens"], "loss": r["loss"]}
+            for r in csv.DictReader((DATA / "rung_curves.csv").open())]
+    rows += [{"rung": "d6144", "step": r["step"], "tokens": r["tokens"], "loss": r["loss"]} for r in _dropless()]
+    curves = tmp_path / "curves.csv"
+    with curves.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["rung", "step", "tokens", "loss"])
+        w.writeheader()
+        w.writerows(rows)
+    root = tmp_path / "root"
+    assert run_cli("import-results", MARIN, str(curves), "--root", str(root)).returncode == 0
+    assert run_cli("submit", MARIN, "--root", str(root), "--no-progress", "--wandb", "disabled").returncode in (0, 1)
+    proc = run_cli("report", MARIN, "--root", str(root), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    hero = json.loads(proc.stdout)["hero"]
+    rec, cmp = hero["recorded"], hero["comparison"]
+    assert rec["from_frac"] == readers.COMPARE_FROM_FRAC
+    assert rec["n_points"] == cmp["points"] >= 20
+    assert rec["mean_abs_rel_error"] == pytest.approx(cmp["mean_abs_rel_error"], rel=1e-9)
+    assert rec["inside_band"] == pytest.approx(cmp["fraction_inside_band"])
+    view = Root(root).hero("marin_moe_535b")["comparisons"]["hero"]["summary"]
+    assert view["points"] == cmp["points"] and view["mean_abs_error"] == pytest.approx(cmp["mean_abs_rel_error"])
+    assert view["marin_mean_abs_error"] == pytest.approx(cmp["marin_mean_abs_rel_error"])
