@@ -260,7 +260,7 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
     parts.append(_section("Runs", _table(rep.get("rungs") or [], [
         ("name", "run", ""), ("status", "status", ""), ("params_active", "N active", ".3g"), ("tokens", "tokens", ".3g"),
         ("flops", "FLOPs", ".3g"), ("final_eval_loss", "final eval loss", ".4f"), ("final_train_loss", "final train loss", ".4f"),
-        ("wall_s", "wall s", ",.0f")]), "runs"))
+        ("wall_s", "wall s", ",.0f"), ("note", "note", "")]), "runs"))
     params = readers.param_rows(fit_doc)
     flat = params and all(p["lower"] is not None and p["lower"] == p["upper"] for p in params)
     note = ("<p class='muted'>Every bootstrap refit gave the same parameters: too few distinct rung sizes to "
