@@ -1,19 +1,33 @@
-"""Marin's public 535B-A23B MoE ladder, to plan and to predict from recorded rung results.
+"""Marin's public 535B-A23B MoE ladder: plan it, import its recorded curves, forecast the hero.
 
-Rungs (384 routed experts, top-8, one shared expert; batch in sequences of 4096 tokens), with
-Marin's published sizes (active / total parameters):
+Marin's shapes (fits/reference_data/marin_moe_535b/README.md; marin-community/marin
+experiments/grug/moe_hero_ep): 384 routed experts, top-8, 2 shared experts, experts d/2 wide in a
+d/2 latent, shared experts d/2 wide, 128-wide heads, grouped-query attention with max(local,
+global) KV heads, untied 128,256-token embeddings, 4,096-token sequences.
 
-    d768   61M / 1.6B     48B tokens   batch 1,024
-    d1024 162M / 4.0B    128B tokens   batch 2,048
-    d1536 481M / 11.5B   381B tokens   batch 6,144
-    d2048 1.2B / 27.7B   926B tokens   batch 11,264
-    hero  d6144, 48 layers, 23B / 535B, 18.75T tokens, about 2.7e24 FLOPs
+    rung   layers heads kv  batch   steps   tokens   active (ours / Marin)       total (Marin)
+    d768      8     6    1   1,024  11,420    47.9B      60.57M / 60,555,264     1,588,199,424
+    d1024    12     8    2   2,048  15,276   128.1B     162.03M / 162,004,992    3,973,054,464
+    d1536    16    12    3   6,144  15,128   380.7B     481.35M / 481,296,384   11,520,442,368
+    d2048    22    16    4  11,264  20,072   926.1B      1.171B / 1,170,735,104 27,717,533,696
+    hero d6144 48  48   12  11,264 390,251  18.005T     22.763B / 22,762,487,808 535,305,388,032
 
-Depths and expert widths here are chosen so this tool's counting convention (ladder/spec.py:
-active non-embedding parameters, a 128,256-token vocabulary, untied embeddings) lands near the
-published figures (within ~25% on active parameters, ~10% on totals); the FLOPs of the hero
-match the published 2.7e24. Nothing here trains on a laptop: `ladder plan` prices it, and
-`ladder fit` / `ladder predict` run on the rungs' recorded losses (a CSV of params, tokens, loss).
+Ours counts the RMSNorm scales too (Marin's formula does not): +0.02% or less. FLOPs differ more:
+ours (spec.py) adds the lm_head's 6 d V per token and attention's 12 L T d; Marin's compute
+(levanter's analytic count with the lm_head term removed) is given below per step, and `ladder plan`
+shows both. Marin's rung learning rates were computed at launch and are not recorded; the Adam LR
+here is the hero's (0.000759) and is not used: nothing here trains (the trainer does not build
+grouped-query attention or latent experts).
+
+To forecast from the recorded curves, with no training and no network:
+
+    ladder import-results experiments/marin_moe_535b.py fits/reference_data/marin_moe_535b/rung_curves.csv
+    ladder submit experiments/marin_moe_535b.py
+    ladder report experiments/marin_moe_535b.py --json
+
+d2048 stopped at 80% of its steps; it is recorded as partial and the fit carries the missing part
+in the band. `fit.baseline="marin"` adds Marin's own method (a per-5% fit with E pinned at 1.5 and
++0.005 on d2048's extrapolated tail) beside ours, on Marin's compute figures.
 """
 
 from ladder.spec import (
@@ -27,48 +41,56 @@ from ladder.spec import (
     Resources,
     RungSpec,
     ScheduleSpec,
-    TargetSpec,
     WandbSpec,
 )
 
 VOCAB = 128_256
 SEQ = 4096
+# Marin's training compute per step (forward + backward, lm_head term removed): rungs.csv, hero_spec.csv.
+MARIN_FLOPS_PER_STEP = {
+    "d768": 2.320210052775936e15,
+    "d1024": 1.129954355970048e16,
+    "d1536": 9.130921800656486e16,
+    "d2048": 3.857022193930076e17,
+    "d6144": 6.690294608796058e18,
+}
 
 
-def moe(d_model: int, n_layers: int, n_shared: int = 1) -> ModelSpec:
+def moe(d_model: int, n_layers: int, n_heads: int, n_kv_heads: int) -> ModelSpec:
     return ModelSpec(
-        d_model=d_model, n_layers=n_layers, n_heads=d_model // 128, vocab=VOCAB, tie_embeddings=False,
-        qk_norm=True, z_loss=1e-4, n_experts=384, top_k=8, n_shared=n_shared, expert_d_ff=d_model // 4,
+        d_model=d_model, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads, vocab=VOCAB,
+        tie_embeddings=False, qk_norm=True, z_loss=1e-4, n_experts=384, top_k=8, n_shared=2,
+        expert_d_ff=d_model // 2, expert_latent=d_model // 2, shared_d_ff=d_model // 2,
         balancing="aux_free_quantile",
     )
 
 
-def run(name: str, model: ModelSpec, tokens: float, batch: int, lr: float, gpus: int, description: str) -> RungSpec:
+def run(name: str, model: ModelSpec, batch: int, steps: int, racks: int, description: str) -> RungSpec:
     return RungSpec(
-        name=name, model=model, tokens=int(tokens), batch_size=batch, seq_len=SEQ,
-        optim=OptimSpec(lr=lr, weight_decay=0.1, grad_clip=1.0),
-        schedule=ScheduleSpec(kind="wsd", warmup_frac=0.01, decay_frac=0.2, cooldown_shape="1-sqrt"),
-        resources=Resources(cpus=8, gpus=gpus), description=description,
+        name=name, model=model, tokens=steps * batch * SEQ, batch_size=batch, seq_len=SEQ,
+        optim=OptimSpec(lr=7.59e-4, weight_decay=0.1, grad_clip=1.0),
+        schedule=ScheduleSpec(kind="linear", warmup_frac=0.01, final_lr_frac=0.05),
+        resources=Resources(cpus=120, gpus=4 * 16 * racks), eval_every=max(1, round(steps / 20)),
+        description=description,
     )
 
 
 LADDER = LadderSpec(
     name="marin_moe_535b",
     rungs=(
-        run("rung_1", moe(768, 9), 48e9, 1024, 3e-3, 8, "d768, 61M active / 1.6B total (Marin)"),
-        run("rung_2", moe(1024, 11), 128e9, 2048, 2.5e-3, 8, "d1024, 162M / 4.0B (Marin)"),
-        run("rung_3", moe(1536, 16), 381e9, 6144, 2e-3, 8, "d1536, 481M / 11.5B (Marin)"),
-        run("rung_4", moe(2048, 20), 926e9, 11264, 1.6e-3, 8, "d2048, 1.2B / 27.7B (Marin)"),
+        run("d768", moe(768, 8, 6, 1), 1024, 11_420, 1, "61M active / 1.6B total, 48B tokens (Marin)"),
+        run("d1024", moe(1024, 12, 8, 2), 2048, 15_276, 2, "162M / 4.0B, 128B tokens (Marin)"),
+        run("d1536", moe(1536, 16, 12, 3), 6144, 15_128, 6, "481M / 11.5B, 381B tokens (Marin)"),
+        run("d2048", moe(2048, 22, 16, 4), 11_264, 20_072, 11, "1.2B / 27.7B, 926B tokens (Marin; stopped at 80%)"),
     ),
-    hero=run("hero", moe(6144, 48, n_shared=2), 18.75e12, 16384, 8e-4, 8,
-             "d6144, 48 layers, 535B total / 23B active, 18.75T tokens (Marin)"),
-    targets=(TargetSpec("hero_2x_tokens", moe(6144, 48, n_shared=2), int(37.5e12), SEQ,
-                        "the hero's configuration trained twice as long"),),
+    hero=run("d6144", moe(6144, 48, 48, 12), 11_264, 390_251, 11,
+             "d6144, 48 layers, 22.76B active / 535.3B total, 18.0T tokens (Marin's hero)"),
     # Marin trained on its own tokenized mixture; point this at yours to train (not needed to plan or predict).
     data=DataSpec(domains=(DomainSpec("pretraining_mix", "gs://your-bucket/tokenized/pretraining_mix", 1.0),)),
-    fit=FitSpec(law="compute", curve_law="multipower", bootstrap=1000),
-    gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.05),
+    fit=FitSpec(law="compute", curve_law="none", bootstrap=200, baseline="marin",
+                baseline_flops_per_step=MARIN_FLOPS_PER_STEP),
+    gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.10),
     wandb=WandbSpec(entity="marin-community", project="marin_moe"),
-    train_hero=False,  # predicted here, trained on a pod: import its result with `ladder import-results`
+    train_hero=False,  # forecast here, trained on GB200 racks: import its curve with `ladder import-results`
     description="Marin 535B-A23B MoE scaling ladder (public figures)",
 )

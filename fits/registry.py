@@ -23,8 +23,16 @@ def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None
         from fits.curves import curve_law
 
         return curve_law(name, params, config)
+    if name == "progress":
+        from fits.progress import ProgressLaw
+
+        return ProgressLaw.from_params(params, config)
+    if name == "per_fraction":
+        from fits.progress import PerFractionLaw
+
+        return PerFractionLaw.from_params(params, config)
     if name.startswith("joint_"):
         from fits.joint import JointCurveLaw
 
         return JointCurveLaw.from_params(name[len("joint_"):], params, config)
-    raise ValueError(f"unknown law {name!r}; known: chinchilla, compute, isoflop, multipower, tissue, joint_*")
+    raise ValueError(f"unknown law {name!r}; known: chinchilla, compute, isoflop, multipower, tissue, progress, per_fraction, joint_*")

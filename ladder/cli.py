@@ -189,27 +189,37 @@ def _finish(spec: LadderSpec, summary) -> int:
     return 0 if summary.ok else EXIT_FAILED
 
 
+# Dense bf16 peak FLOP/s per accelerator (vendor datasheets, no sparsity).
+ACCELERATORS = {"H100": 989e12, "H200": 989e12, "B200": 2.25e15, "GB200": 2.5e15, "A100": 312e12,
+                "TPUv5p": 459e12, "TPUv6e": 918e12}
+
+
 @main.command()
 @spec_argument
 @root_option
 @click.option("--mfu", type=float, default=0.4, show_default=True, callback=_positive,
               help="Assumed model FLOPs utilisation for accelerator-hours.")
-@click.option("--chip-peak", type=float, default=989e12, show_default=True, callback=_positive,
-              help="Accelerator peak FLOP/s (default: H100 bf16 dense).")
+@click.option("--accelerator", type=click.Choice(sorted(ACCELERATORS)), default="H100", show_default=True,
+              help="Accelerator whose dense bf16 peak prices the runs.")
+@click.option("--chip-peak", type=float, default=None, callback=_positive,
+              help="Peak FLOP/s per accelerator (overrides --accelerator's).")
+@click.option("--chips", type=int, default=None, callback=_positive,
+              help="Accelerators the hero runs on: its wall-clock days (e.g. --accelerator GB200 --chips 792).")
 @json_option
 @set_option
-def plan(spec_path, root, mfu, chip_peak, as_json, overrides):
+def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, overrides):
     """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours."""
     spec = _spec(spec_path, overrides, root)
-    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak, as_json=as_json)
+    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak or ACCELERATORS[accelerator], as_json=as_json,
+                accelerator=accelerator if chip_peak is None else f"{chip_peak:.3g} FLOP/s", chips=chips)
     return 0
 
 
-def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
+def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ladder import stages
+    from ladder import plan_costs, stages
 
     entries = stages.plan_ladder(spec, force=force)
     rows = []
@@ -217,10 +227,12 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
         hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
         rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
                      "flops": e.flops, "accelerator_hours": hours})
+    runs = plan_costs.run_figures(spec, mfu, chip_peak, chips)
     if as_json:
-        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "steps": rows}, indent=2))
+        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
+                               "steps": rows, "runs": runs}, indent=2))
         return
-    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {chip_peak:.3g} FLOP/s)")
+    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {accelerator}, {chip_peak:.3g} FLOP/s)")
     for col in ("step", "action", "reason", "hash", "FLOPs", "accel-h", "path"):
         table.add_column(col, overflow="fold")
     for r in rows:
@@ -229,6 +241,8 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
     total = sum(r["flops"] for r in rows)
     Console(width=200).print(table)
     click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
+    for line in plan_costs.lines(runs, accelerator, mfu, chips):
+        click.echo(line)
 
 
 @main.command()
@@ -255,7 +269,7 @@ def status(spec_path, root, as_json, overrides):
         prog = r.get("progress") or {}
         done = f"{prog.get('step', '')}/{prog.get('total_steps', '')}" if prog else ""
         loss = r.get("loss")
-        table.add_row(r["step"], r["status"], done, f"{loss:.4f}" if isinstance(loss, float) else "",
+        table.add_row(r["step"], r["status"] + (f" ({r['note']})" if r.get("note") else ""), done, f"{loss:.4f}" if isinstance(loss, float) else "",
                       _when(r.get("start")), _when(r.get("end")), r["path"])
     Console(width=200).print(table)
     return 0
@@ -286,27 +300,6 @@ def train(spec_path, rung_name, root, steps, overrides):
     result = stages.train_alone(spec, rung_name, max_steps=steps)
     click.echo(json.dumps({k: v for k, v in result.items() if not isinstance(v, list | dict)}, indent=2, default=str))
     return 0 if result.get("status") == "SUCCESS" else EXIT_FAILED
-
-
-@main.command()
-@spec_argument
-@root_option
-@json_option
-@set_option
-def report(spec_path, root, as_json, overrides):
-    """Predicted against actual: the hero's final loss and curve, the fit, the backtest; writes report.html."""
-    from ladder import stages
-
-    spec = _spec(spec_path, overrides, root)
-    rep, html_path = stages.build_report(spec)
-    if as_json:
-        click.echo(json.dumps(rep, indent=2, default=str))
-        return 0
-    for line in stages.report_lines(rep):
-        click.echo(line)
-    if html_path:
-        click.echo(f"report: {html_path}")
-    return 0
 
 
 def _numbers(kind):
@@ -372,38 +365,34 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
 @root_option
 @set_option
 def import_results(spec_path, results_csv, root, overrides):
-    """Record rung (or hero) results trained elsewhere, so fit, predict, gate and report run without training.
+    """Record runs trained elsewhere (rungs or the hero), so fit, predict, gate and report run without training.
 
-    RESULTS.csv has columns `name` (a rung or the hero) and `loss` (final eval loss); optional `tokens`,
-    `params` (active) and `flops`. Then `ladder submit SPEC` fits and predicts from them.
+    RESULTS.csv: finals, with columns `name` (a rung or the hero) and `loss` (final eval loss), optional
+    `tokens`, `params` (active) and `flops`; or whole eval curves, with columns `name` (or `rung`), `step`
+    and `loss`, several rows per run, optional `tokens` and `flops`. A curve that ends short of its spec's
+    steps is recorded partial. Runs in the file replace their earlier imports; others are kept.
+    Then `ladder submit SPEC` fits and predicts from them.
     """
-    import math
-
-    import pandas as pd
-
-    from ladder import stages
+    from ladder import imported, stages
 
     spec = _spec(spec_path, overrides, root)
     if "://" in spec.root:
         raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
     try:
-        frame = pd.read_csv(results_csv)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise UserError(f"{results_csv}: cannot read a CSV ({type(exc).__name__}); give a CSV with columns name, loss") from exc
-    for col in ("name", "loss"):
-        if col not in frame.columns:
-            raise UserError(f"{results_csv}: missing column '{col}'; give columns name, loss (optional tokens, params, flops)")
-    names = {r.name for r in spec.all_runs()}
-    for i, row in frame.iterrows():
-        if row["name"] not in names:
-            raise UserError(f"{results_csv}: row {i + 1}: name {row['name']!r} is not a run of {spec.name} ({', '.join(sorted(names))})")
-        for col in ("loss", "tokens", "params", "flops"):
-            if col in frame.columns and not pd.isna(row[col]) and not (isinstance(row[col], int | float) and math.isfinite(row[col]) and row[col] > 0):
-                raise UserError(f"{results_csv}: row {i + 1}: {col} must be a positive number, got {row[col]!r}")
-        if pd.isna(row["loss"]):
-            raise UserError(f"{results_csv}: row {i + 1}: loss is empty")
+        frame = imported.read_results(results_csv, spec)
+    except imported.ImportError_ as exc:
+        raise UserError(str(exc)) from exc
     path = stages.write_imported(spec, frame)
-    click.echo(f"recorded {len(frame)} results for {spec.name} in {path}; now run: ladder submit {spec_path}")
+    kind = "curves" if "step" in frame.columns else "results"
+    counts = frame.groupby("name", sort=False).size()
+    click.echo(f"recorded {kind} for {len(counts)} runs ({len(frame)} rows) of {spec.name} in {path}; "
+               f"now run: ladder submit {spec_path}")
+    for name in counts.index:
+        record = imported.records(spec)[name]
+        if "curve" in record:
+            result, _ = imported.result_for(spec.rung(name), record)
+            if result.get("partial"):
+                click.echo(f"  {name}: {result['note']}")
     return 0
 
 

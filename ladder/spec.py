@@ -39,7 +39,9 @@ BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "
 COSMETIC_FIELDS = frozenset({"description", "notes", "wandb", "resources", "root", "replica"})
 # Fields added after ladders had already run: at these defaults they stay out of content hashes, so
 # existing outputs keep their addresses; any other value is hashed like every field.
-HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32"}
+HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_latent": 0, "shared_d_ff": 0,
+                         "curve_fit": "auto", "baseline": "none", "baseline_flops_per_step": {},
+                         "advisory": False}
 
 
 class SpecError(ValueError):
@@ -112,6 +114,10 @@ class ModelSpec:
     # dtype of the weight matmuls' operands: "bfloat16" rounds them (and their gradients) to bf16 with
     # float32 accumulation; parameters, optimizer, norms, softmax, router and loss stay float32
     compute_dtype: str = "float32"
+    # Shapes counted (params, FLOPs) for ladders trained elsewhere; the trainer here does not build them:
+    n_kv_heads: int = 0  # grouped-query attention: K and V heads (0: n_heads)
+    expert_latent: int = 0  # routed experts work in a latent of this width, with a down and an up projection (0: d_model)
+    shared_d_ff: int = 0  # each shared expert's width (0: expert_d_ff)
 
     @property
     def is_moe(self) -> bool:
@@ -130,16 +136,18 @@ class ModelSpec:
     def _layer_params(self) -> tuple[int, int]:
         """(total, active) parameters of one transformer block."""
         d = self.d_model
-        attn = 4 * d * d + (2 * self.head_dim if self.qk_norm else 0)
+        kv = self.n_kv_heads or self.n_heads
+        attn = 2 * d * d + 2 * d * kv * self.head_dim + (2 * self.head_dim if self.qk_norm else 0)
         norms = 2 * d
         if not self.is_moe:
             mlp = 3 * d * self.dense_d_ff
             return attn + norms + mlp, attn + norms + mlp
-        expert = 3 * d * self.expert_d_ff
-        router = d * self.n_experts
-        total = router + (self.n_experts + self.n_shared) * expert
-        active = router + (self.top_k + self.n_shared) * expert
-        return attn + norms + total, attn + norms + active
+        width = self.expert_latent or d
+        expert = 3 * width * self.expert_d_ff
+        latent = 2 * d * self.expert_latent
+        shared = self.n_shared * 3 * d * (self.shared_d_ff or self.expert_d_ff)
+        fixed = d * self.n_experts + latent + shared  # router, latent projections, shared experts
+        return attn + norms + fixed + self.n_experts * expert, attn + norms + fixed + self.top_k * expert
 
     @property
     def params_embedding(self) -> int:
@@ -310,6 +318,11 @@ class FitSpec:
     pin_E: float | None = None
     loss_metric: str = "eval_loss"  # which final number the laws fit: eval_loss | train_loss
     backtest_holdout: int = 1  # rungs held out at the top for the backtest
+    # Imported eval curves: "auto" fits the matched-progress laws to them (fits.progress_eval chooses
+    # one by backtests) and predicts the hero's whole curve; "none" fits final losses only.
+    curve_fit: str = "auto"
+    baseline: str = "none"  # "marin": Marin's per-5% forecast beside ours (fits.marin)
+    baseline_flops_per_step: Mapping[str, float] = field(default_factory=dict)  # the baseline's compute, by run
 
 
 @dataclass(frozen=True)
@@ -437,6 +450,12 @@ def _validate_model(problems: list[str], path: str, m: ModelSpec) -> None:
         problems.append(f"{path}.n_heads: head dimension {m.head_dim} must be even for RoPE")
     if _check_type(problems, f"{path}.d_ff", m.d_ff, (int,), "a non-negative integer") and m.d_ff < 0:
         problems.append(f"{path}.d_ff: must be >= 0, got {m.d_ff}")
+    for name in ("n_kv_heads", "expert_latent", "shared_d_ff"):
+        value = getattr(m, name)
+        if _check_type(problems, f"{path}.{name}", value, (int,), "a non-negative integer") and value < 0:
+            problems.append(f"{path}.{name}: must be >= 0, got {value}")
+    if isinstance(m.n_kv_heads, int) and m.n_kv_heads > 0 and isinstance(m.n_heads, int) and m.n_heads % m.n_kv_heads:
+        problems.append(f"{path}.n_kv_heads: n_heads {m.n_heads} is not a multiple of n_kv_heads {m.n_kv_heads}")
     _number_in(problems, f"{path}.z_loss", m.z_loss, 0, 1)
     _choice(problems, f"{path}.balancing", m.balancing, BALANCING)
     _choice(problems, f"{path}.compute_dtype", m.compute_dtype, COMPUTE_DTYPES)
@@ -583,6 +602,14 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     _validate_data(problems, "data", spec.data, base_dir)
     _choice(problems, "fit.law", spec.fit.law, ("compute", "chinchilla", "chinchilla_tied"))
     _choice(problems, "fit.curve_law", spec.fit.curve_law, ("multipower", "tissue", "none"))
+    _choice(problems, "fit.curve_fit", spec.fit.curve_fit, ("auto", "none"))
+    _choice(problems, "fit.baseline", spec.fit.baseline, ("none", "marin"))
+    if spec.fit.baseline == "marin":
+        runs = [r.name for r in spec.rungs] + ([spec.hero.name] if spec.hero else [])
+        missing = [n for n in runs if not spec.fit.baseline_flops_per_step.get(n)]
+        if missing:
+            problems.append(f"fit.baseline_flops_per_step: no compute per step for {', '.join(missing)}; "
+                            "Marin's baseline needs its figure for every rung and the hero")
     _choice(problems, "fit.loss_metric", spec.fit.loss_metric, ("eval_loss", "train_loss"))
     if _check_type(problems, "fit.bootstrap", spec.fit.bootstrap, (int,), "a non-negative integer"):
         if spec.fit.bootstrap < 0:

@@ -29,7 +29,6 @@ PREDICT_FN = "ladder.stages:predict_step"
 GATE_FN = "ladder.stages:gate_step"
 REPORT_FN = "ladder.stages:report_step"
 IMPORT_FN = "ladder.stages:import_step"
-IMPORTED = "imported_results.csv"
 
 
 def _resources(run: RungSpec) -> dict[str, Any]:
@@ -71,7 +70,7 @@ def build_steps(spec: LadderSpec) -> list:
     steps.append(Step(name="predict", fn=PREDICT_FN, deps=(Dep("fit"),),
                       config={"fit": to_dict(spec.fit), "hero": hero, "targets": to_dict(spec.targets)}))
     steps.append(Step(name="gate", fn=GATE_FN, deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
-                      config={"gate": to_dict(spec.gate), "rungs": rung_names}))
+                      config={"gate": to_dict(spec.gate), "rungs": rung_names, "advisory": not spec.train_hero}))
     hero_step = spec.hero is not None and (spec.train_hero or spec.hero.name in imported)
     if spec.hero is not None and spec.hero.name in imported:
         steps.append(_import_step(spec, spec.hero, imported[spec.hero.name], deps=(Dep("gate", kind="order"),)))
@@ -92,41 +91,29 @@ def build_steps(spec: LadderSpec) -> list:
 
 def imported_results(spec: LadderSpec) -> dict[str, dict]:
     """Recorded results (`ladder import-results`) that stand in for training, by run name."""
-    path = Path(spec.root) / spec.name / IMPORTED
-    if "://" in spec.root or not path.exists():
-        return {}
-    import pandas as pd
+    from ladder import imported
 
-    return {row["name"]: row for row in pd.read_csv(path).to_dict("records")}
+    return imported.records(spec)
 
 
-def _import_step(spec: LadderSpec, run: RungSpec, row: dict, deps=()):
+def _import_step(spec: LadderSpec, run: RungSpec, record: dict, deps=()):
     from ladder.executor import Step
 
-    record = {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
     return Step(name=run.name, fn=IMPORT_FN, deps=deps, config={"rung": to_dict(run), "imported": record},
-                description=f"imported result for {run.name}")
+                description=f"imported {'curve' if 'curve' in record else 'result'} for {run.name}")
 
 
 def import_step(config: dict, ctx) -> dict:
-    """A run trained elsewhere: its recorded final loss in the shape of a training result."""
-    rung = rung_from_dict(config["rung"])
-    row = config["imported"]
-    tokens = float(row.get("tokens") or rung.tokens)
-    params = float(row.get("params") or rung.model.params_active)
-    fpt = rung.flops / rung.tokens
-    result = {"name": rung.name, "status": "SUCCESS", "imported": True, "final_eval_loss": float(row["loss"]),
-              "final_train_loss": row.get("train_loss"), "params_active": params, "params_total": rung.model.params_total,
-              "params_non_embedding": rung.model.params_non_embedding, "tokens": tokens,
-              "flops": float(row.get("flops") or tokens * fpt), "steps": rung.steps, "branches": []}
-    layout.write_json_atomic(Path(ctx.out_dir) / layout.RESULT, result)
-    return result
+    """A run trained elsewhere: its recorded final loss or eval curve in the shape of a training result."""
+    from ladder import imported
+
+    return imported.import_step(config, ctx)
 
 
 def write_imported(spec: LadderSpec, frame) -> Path:
-    path = Path(spec.root) / spec.name / IMPORTED
-    layout.write_csv_atomic(path, frame)
-    return path
+    from ladder import imported
+
+    return imported.write(spec, frame)
 
 
 def _executor(spec: LadderSpec, **kwargs):

@@ -218,6 +218,7 @@ class Executor:
                 "reason": s.get("reason"), "loss": loss, "progress": prog,
                 "next": plan[name].action, "next_reason": plan[name].reason,
                 "deps": [d.step for d in node.step.deps], "flops": node.step.flops,
+                "note": result.get("note"),  # e.g. an imported run that stopped short of its steps
             })
         return out
 

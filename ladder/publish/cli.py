@@ -1,7 +1,8 @@
-"""`ladder dashboard` and `ladder import-wandb`, registered on the `ladder` click group."""
+"""`ladder report`, `ladder dashboard` and `ladder import-wandb`, registered on the `ladder` click group."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -23,8 +24,50 @@ def _default_root() -> str:
 
 
 def register(group: click.Group) -> None:
+    group.add_command(_report_command())
     group.add_command(dashboard)
     group.add_command(import_wandb)
+
+
+def _report_command() -> click.Command:
+    # ladder.cli registers this module after defining its options and spec loader
+    from ladder.cli import EXIT_FAILED, _spec, json_option, root_option, set_option, spec_argument
+
+    @click.command()
+    @spec_argument
+    @root_option
+    @json_option
+    @set_option
+    def report(spec_path, root, as_json, overrides):
+        """Predicted against actual: the hero's final loss and curve, the fit, the backtest; writes report.html."""
+        from ladder import stages
+
+        spec = _spec(spec_path, overrides, root)
+        if not _has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
+            click.echo(f"nothing to report: ladder {spec.name} has not run under {spec.root} (no step has written "
+                       f"output); run: ladder submit {spec_path} --root {spec.root}")
+            return EXIT_FAILED
+        rep, html_path = stages.build_report(spec)
+        if as_json:
+            click.echo(json.dumps(rep, indent=2, default=str))
+            return 0
+        for line in stages.report_lines(rep):
+            click.echo(line)
+        if html_path:
+            click.echo(f"report: {html_path}")
+        return 0
+
+    return report
+
+
+def _has_outputs(spec) -> bool:
+    """Whether any step of the ladder (the report aside) has written its status or result."""
+    from ladder import layout, stages
+    from ladder.executor.store import Store
+
+    store = Store(spec.root)
+    return any(store.exists(store.join(store.to_path(d), f)) for name, d in stages.step_dirs(spec).items()
+               if name != "report" for f in (layout.STATUS, layout.RESULT))
 
 
 @click.command()
@@ -67,17 +110,20 @@ def dashboard(root, host, port, verbose):
                    "train/loss=loss. Default: the usual step/tokens/loss keys and every */loss key.")
 @click.option("--from-csv", "from_csv", type=click.Path(dir_okay=False), default=None,
               help="Read an exported history CSV instead of calling the W&B API.")
+@click.option("--metric", default=None, metavar="NAME",
+              help="The metric to import as the loss: a history key (e.g. eval/paloma/macro_loss), or, for a CSV "
+                   "with a 'metric' column naming each row's metric, that name (required when it holds several).")
 @click.option("--root", default=None, help="Ladder root (default: LADDER_ROOT, else ./runs).")
 @click.option("--ladder", "ladder_name", default=None,
               help="Ladder to attach the run to (default: the only ladder under the root).")
-def import_wandb(run_path, name, keys, from_csv, root, ladder_name):
+def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name):
     """Import a W&B run's history as an actual curve the dashboard and report overlay."""
     from ladder.publish.wandb_import import ImportErrorLine, import_run
 
     try:
         out, n = import_run(run_path, name, root=root or _default_root(), ladder=ladder_name, keys=keys,
-                            from_csv=from_csv)
+                            from_csv=from_csv, metric=metric)
     except ImportErrorLine as exc:
         raise BadInput(str(exc)) from None
-    click.echo(f"imported {n} rows of {run_path} as {name}: {out}")
+    click.echo(f"imported {n} rows of {run_path}{f' ({metric})' if metric else ''} as {name}: {out}")
     return 0

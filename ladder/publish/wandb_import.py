@@ -29,6 +29,7 @@ TOKEN_KEYS = ("throughput/total_tokens", "tokens", "train/tokens", "total_tokens
 FLOPS_KEYS = ("throughput/total_flops", "flops", "total_flops")
 LOSS_KEYS = ("train/loss", "loss", "train_loss", "train/lm_loss")
 EVAL_KEYS = ("eval/loss", "eval_loss", "eval/lm_loss")
+METRIC_COLUMN = "metric"  # a long-format export: one row per (step, metric), the value in `loss`
 RUN_PATH_RE = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/(?:runs/)?([A-Za-z0-9_.-]+)$")
 
 
@@ -98,9 +99,35 @@ def read_export_csv(path: str | Path) -> list[dict[str, Any]]:
             x = _number(v)
             if x is not None:
                 rec[name] = x
+            elif name == METRIC_COLUMN and v.strip():
+                rec[name] = v.strip()
         if rec:
             records.append(rec)
     return records
+
+
+def choose_metric(records: list[dict[str, Any]], metric: str | None, source: str) -> tuple[list[dict[str, Any]], list]:
+    """The records of one metric, and the --keys that make it the imported ``loss``.
+
+    A long-format export (a ``metric`` column naming what each row's ``loss`` measures, as Marin's
+    hero_eval.csv) keeps the rows of ``metric``, which must be given when the file holds several.
+    A history export (one column per key) takes the column ``metric`` as the loss.
+    """
+    names = sorted({r[METRIC_COLUMN] for r in records if isinstance(r.get(METRIC_COLUMN), str)})
+    if names:
+        if metric is None and len(names) > 1:
+            raise ImportErrorLine(f"{source}: holds {len(names)} metrics in its '{METRIC_COLUMN}' column ({', '.join(names)}); "
+                                  f"pick one with --metric NAME, e.g. --metric {names[0]}")
+        chosen = metric or names[0]
+        if chosen not in names:
+            raise ImportErrorLine(f"{source}: no rows of metric {chosen!r} (it holds {', '.join(names)}); fix --metric")
+        return [{k: v for k, v in r.items() if k != METRIC_COLUMN} for r in records if r.get(METRIC_COLUMN) == chosen], []
+    if metric is None:
+        return records, []
+    if not any(metric in r for r in records):
+        have = ", ".join(sorted({k for r in records[:50] for k in r})[:12])
+        raise ImportErrorLine(f"{source}: no column {metric!r} (columns: {have}); fix --metric")
+    return [r for r in records if metric in r], [(metric, "loss")]
 
 
 def fetch_api(run_path: str, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -183,7 +210,7 @@ def normalize(records: list[dict[str, Any]], keys: list[tuple[str, str]], source
 
 
 def import_run(run_path: str, name: str, root: str | Path, ladder: str | None = None, keys=(),
-               from_csv: str | Path | None = None) -> tuple[Path, int]:
+               from_csv: str | Path | None = None, metric: str | None = None) -> tuple[Path, int]:
     """Import and write; returns (the run's folder, rows written). Raises ImportErrorLine on bad input."""
     parse_run_path(run_path)
     if not safe_name(name):
@@ -206,8 +233,13 @@ def import_run(run_path: str, name: str, root: str | Path, ladder: str | None = 
         records = read_export_csv(from_csv)
         source = f"--from-csv {from_csv}"
     else:
-        records = fetch_api(run_path, key_pairs)
+        records = fetch_api(run_path, key_pairs + ([(metric, "loss")] if metric else []))
         source = f"run {run_path}"
+    records, as_loss = choose_metric(records, metric, source)
+    if as_loss:
+        key_pairs = [(s, d) for s, d in key_pairs if d != "loss"] + as_loss
+        if not any(d == "tokens" for _, d in key_pairs):
+            key_pairs += [(k, "tokens") for k in TOKEN_KEYS if any(k in r for r in records)][:1]
     rows = normalize(records, key_pairs, source)
     out = root_p / ladder / "imported" / name
     out.mkdir(parents=True, exist_ok=True)
@@ -221,6 +253,7 @@ def import_run(run_path: str, name: str, root: str | Path, ladder: str | None = 
     layout.write_json_atomic(out / "meta.json", {
         "name": name, "run_path": run_path, "source": "csv" if from_csv is not None else "wandb_api",
         "from_csv": str(from_csv) if from_csv is not None else None, "keys": [f"{s}={d}" for s, d in key_pairs],
+        "metric": metric,
         "rows": len(rows), "columns": sorted({k for r in rows for k in r}), "imported_at": time.time()})
     return out, len(rows)
 

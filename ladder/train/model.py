@@ -215,6 +215,10 @@ class Functional:
 
 
 def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size: int = 0) -> Functional:
+    if spec.n_kv_heads or spec.expert_latent or spec.shared_d_ff:
+        # counted for ladders trained elsewhere (Marin's); training them here is not built yet
+        raise ValueError("model.n_kv_heads / expert_latent / shared_d_ff: this trainer does not build grouped-query "
+                         "attention or latent experts; set them to 0 to train here, or import the run's results")
     model = Transformer(spec, rngs=nnx.Rngs(seed), dispatch=dispatch, group_size=group_size)
     graphdef, p_state, b_state = nnx.split(model, nnx.Param, RouterBias)
     p_leaves, p_def = jax.tree_util.tree_flatten_with_path(p_state)

@@ -48,7 +48,7 @@ def test_page_draws_without_errors(browser, server, screenshot_dir, page):
         assert "metrics.hero" in out["dom"]["text"] and "hero_curve" in out["dom"]["text"]
     if page == "hero":
         ids = {c["id"] for c in drawn}
-        assert {"c-hero", "c-forecasts", "c-snapshots"} <= ids
+        assert {"c-hero", "c-errors", "c-forecasts", "c-snapshots"} <= ids
     if page == "moe":
         assert "3 spike events" in out["dom"]["text"]
 

@@ -15,7 +15,8 @@ import urllib.request
 import pytest
 
 from ladder import layout
-from ladder.publish.data import Root, band_exits
+from ladder.publish import readers
+from ladder.publish.data import Root
 from ladder.publish.server import DashboardServer
 
 
@@ -191,11 +192,24 @@ def test_index_and_newest_dir(tmp_path):
 
 
 def test_band_exits():
+    """Points are judged from 10% of the predicted run to its end, on interval means where logged,
+    one row per step (the last wins), the band interpolated at each point."""
     predicted = [{"step": 0, "loss": 3.0, "lower": 2.9, "upper": 3.1}, {"step": 100, "loss": 2.0, "lower": 1.9, "upper": 2.1}]
-    actual = [{"step": 50, "loss": 2.5}, {"step": 50, "loss": 2.7}, {"step": 60, "loss": 2.2}, {"step": 500, "loss": 9.0}]
-    exits = band_exits(predicted, actual, "loss")
+    actual = [{"step": 8, "loss": 9.0}, {"step": 50, "loss": 2.0}, {"step": 50, "loss": 2.7}, {"step": 60, "loss": 9.0, "loss_mean": 2.2},
+              {"step": 70, "loss": 2.3}, {"step": 500, "loss": 9.0}]
+    cmp = readers.compare(predicted, readers.actual_series(actual))
+    assert cmp["x"] == "step" and cmp["start"] == pytest.approx(10.0)
+    assert [p["step"] for p in cmp["points"]] == [50, 60, 70]  # step 8 is the initial descent; 500 is past the run
+    exits = readers.exits(cmp["points"])
     assert [(e["step"], e["side"]) for e in exits] == [(50, "above"), (60, "below")]
-    assert exits[0]["upper"] == pytest.approx(2.6)
+    assert exits[0]["upper"] == pytest.approx(2.6) and exits[0]["error"] == pytest.approx(2.5 / 2.7 - 1)
+    assert readers.exit_stretches(cmp["points"]) == [
+        {"from_step": 50, "to_step": 50, "side": "above", "max_gap": pytest.approx(0.1), "points": 1},
+        {"from_step": 60, "to_step": 60, "side": "below", "max_gap": pytest.approx(0.1), "points": 1}]
+    baseline = [{"step": 40, "loss": 2.8}, {"step": 80, "loss": 2.4}]
+    marin = readers.compare(predicted, readers.actual_series(actual), baseline)["points"]
+    assert [p["marin"] for p in marin] == [pytest.approx(2.7), pytest.approx(2.6), pytest.approx(2.5)]
+    assert marin[0]["marin_error"] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_live_refresh_through_api(tmp_path):

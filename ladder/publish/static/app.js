@@ -7,7 +7,7 @@ const PAGES = ["overview", "rungs", "fit", "hero", "moe", "tables"];
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
   "#bcbd22", "#7f7f7f"];
 const STATUS_COLOR = { RUNNING: "#2f7ed8", SUCCESS: "#2e9d5b", FAILED: "#d0392b", DEP_FAILED: "#e07b39",
-  BLOCKED: "#b7950b", PENDING: "#9aa3ad" };
+  BLOCKED: "#b7950b", PENDING: "#9aa3ad", IMPORTED: "#5e7d9a" };
 const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
 const params = new URLSearchParams(location.search);
 const POLL_MS = Math.max(500, Number(params.get("poll")) || 3000);
@@ -197,9 +197,10 @@ RENDER.overview = function (d) {
     const p = s.progress || {}, r = s.result || {};
     const done = p.total_steps ? `${p.step || 0}/${p.total_steps}` : "";
     return {
-      step: s.name, status: s.status + (s.stale ? " (stale heartbeat)" : ""), progress: done,
-      loss: p.loss !== undefined ? p.loss : (r.final_loss !== undefined ? r.final_loss : r.loss),
-      "tokens/s": p.tokens_per_s, eta: dur(p.eta_s), start: when(s.start), end: when(s.end), dir: s.dir || "",
+      step: s.name, status: s.status + (s.stale ? " (stale heartbeat)" : "") + (s.status === "IMPORTED" ? ": " + s.error : ""),
+      progress: done,
+      loss: p.loss !== undefined ? p.loss : (r.final_loss ?? r.final_eval_loss ?? r.loss),
+      "tokens/s": s.tokens_per_s, eta: s.status === "RUNNING" ? dur(p.eta_s) : "", start: when(s.start), end: when(s.end), dir: s.dir || "",
     };
   });
   main.innerHTML = card("DAG", `<div class="dag" id="dag"></div>`, csvLink("steps", "steps.csv")) +
@@ -286,13 +287,21 @@ RENDER.rungs = function (d) {
           line: { color: color(i), dash: dashes[j % dashes.length], width: 1.3 } });
       });
     });
+    // a ladder imported from recorded eval curves has no train loss: imported runs sit beside its eval curves
+    const trained = runs.some((r) => (r.train || {}).n);
     (d.imported || []).forEach((r) => {
       const [xs, ys] = xy(r.train, x, "loss");
-      if (ys.length) tr.push({ x: xs, y: ys, mode: "lines", name: "imported: " + r.name, line: { color: "#444", dash: "dot" } });
+      const hero = r.name.startsWith("hero");
+      if (ys.length) (trained ? tr : ev).push({ x: xs, y: ys, mode: hero ? "markers" : "lines", name: "imported: " + r.name,
+        line: { color: "#444", dash: "dot" }, marker: { color: "#1d232b", size: 5 } });
     });
     const xt = x === "tokens" ? "tokens" : "FLOPs";
-    plot(`c-train-${x === "tokens" ? "tok" : "flops"}`, tr, layout("", xt, "train loss", { xaxis: { type: "log", title: { text: xt } } }));
-    plot(`c-eval-${x === "tokens" ? "tok" : "flops"}`, ev, layout("", xt, "eval loss", { xaxis: { type: "log", title: { text: xt } } }));
+    const sfx = x === "tokens" ? "tok" : "flops";
+    for (const [kind, traces, yt] of [["train", tr, "train loss"], ["eval", ev, "eval loss"]]) {
+      if (traces.length) plot(`c-${kind}-${sfx}`, traces, layout("", xt, yt, { xaxis: { type: "log", title: { text: xt } } }));
+      else document.getElementById(`c-${kind}-${sfx}`).outerHTML = empty(kind === "train"
+        ? "no train loss: these runs were imported as recorded eval curves" : "no eval loss " + (x === "flops" ? "with FLOPs " : "") + "recorded");
+    }
   }
 };
 
@@ -319,7 +328,8 @@ RENDER.fit = function (d) {
     csvLink("runs", "runs.csv") + csvLink("law_curve", "law.csv") + csvLink("targets", "targets.csv")) +
     `<div class="grid2">` +
     card("Backtest (rungs held out, predicted from the others)", `<div id="c-backtest" class="chart short"></div>` + table(d.backtest), csvLink("backtest")) +
-    card("Law parameters and intervals", table(d.params), csvLink("fit_params")) + `</div>`;
+    card("Law parameters and bootstrap intervals", table(d.params, ["param", "value", "lower", "upper", "level", "law"]),
+      csvLink("fit_params")) + `</div>`;
   const traces = [];
   traces.push(...band(toCols(d.curve), "flops", "law band", "rgba(31,119,180,0.16)"));
   const [cx, cy] = xy(toCols(d.curve), "flops", "loss");
@@ -394,21 +404,37 @@ RENDER.hero = function (d) {
   const last = act.loss ? act.loss[act.loss.length - 1] : null;
   const exits = d.exits || [];
   const fc = d.forecasts || [];
+  const comps = d.comparisons || {};
+  const cmpRows = Object.entries(comps).map(([name, c]) => {
+    const s = c.summary || {};
+    return { actual: name, "compared from step": s.first_step, points: s.points, "outside band": s.outside,
+      "% inside": typeof s.fraction_inside === "number" ? (100 * s.fraction_inside).toFixed(1) + "%" : "",
+      "mean |error| ours": typeof s.mean_abs_error === "number" ? (100 * s.mean_abs_error).toFixed(2) + "%" : "",
+      "mean |error| Marin's": typeof s.marin_mean_abs_error === "number" ? (100 * s.marin_mean_abs_error).toFixed(2) + "%" : "" };
+  });
+  const first = Object.values(comps)[0];
+  const fs = first ? first.summary || {} : {};
   const kv = `<div class="kv">
-    <div><b>status</b><span>${d.status ? pill(d.status) : "not started"}</span></div>
+    <div><b>status</b><span>${d.status ? pill(d.status) : Object.keys(comps).some((n) => n !== "hero")
+      ? "trained elsewhere: " + esc(Object.keys(comps).filter((n) => n !== "hero").join(", ")) + " imported" : "not started"}</span></div>
     <div><b>predicted final loss</b><span>${fmt(pr.predicted_final_loss)} [${fmt(pr.lower)}, ${fmt(pr.upper)}]</span></div>
     ${last !== null ? `<div><b>latest train loss</b><span>${fmt(last)} at step ${fmt(act.step ? act.step[act.step.length - 1] : null)}</span></div>` : ""}
     ${fc.length ? `<div><b>latest forecast</b><span>${fmt(fc[fc.length - 1].predicted_final)} (at step ${fmt(fc[fc.length - 1].at_step)})</span></div>` : ""}
-    <div><b>points outside the band</b><span class="${exits.length ? "warn" : ""}">${exits.length}</span></div>
+    <div><b>points outside the band</b><span class="${exits.length ? "warn" : ""}">${exits.length}${fs.points ? ` of ${fs.points} (from step ${fmt(fs.first_step)}, interval means)` : ""}</span></div>
     ${pr.law ? `<div><b>law</b><span>${esc(pr.law)}</span></div>` : ""}
   </div>`;
   main.innerHTML = card("Hero: predicted against actual", kv + `<div id="c-hero" class="chart tall"></div>`,
-    csvLink("hero_curve", "predicted.csv") + csvLink("metrics.hero", "actual.csv") + csvLink("band_exits", "exits.csv")) +
+    csvLink("hero_curve", "predicted.csv") + csvLink("metrics.hero", "actual.csv") + csvLink("hero_points", "points.csv") +
+    csvLink("band_exits", "exits.csv")) +
+    (cmpRows.length ? card("Each actual point against the forecasts: ours and Marin's", table(cmpRows) +
+      `<div id="c-errors" class="chart short"></div>`, csvLink("hero_points", "points.csv")) : "") +
     `<div class="grid2">` +
     card("How the forecast moved as the hero trained", `<div id="c-forecasts" class="chart"></div>`, csvLink("forecasts")) +
     card("Forecast snapshots (refreshed predicted curves)", `<div id="c-snapshots" class="chart"></div>`) + `</div>` +
     (exits.length ? card(`Points outside the band (${exits.length}${exits.length > 50 ? ", first 50 shown" : ""})`,
-      table(exits.slice(0, 50)), csvLink("band_exits", "all as CSV")) : "");
+      table(exits.slice(0, 50), ["step", "tokens", "loss", "predicted", "lower", "upper", "side", "error"]
+        .concat(exits.some((e) => typeof e.marin === "number") ? ["marin", "marin_error"] : [])),
+      csvLink("band_exits", "all as CSV")) : "");
   const traces = [...band(pred, xk, "predicted band", "rgba(214,39,40,0.14)")];
   const [px, py] = xy(pred, xk, "loss");
   traces.push({ x: px, y: py, mode: "lines", name: "predicted", line: { color: "#d62728", dash: "dash", width: 2 } });
@@ -416,15 +442,45 @@ RENDER.hero = function (d) {
   if (ay.length) traces.push({ x: ax, y: ay, mode: "lines", name: "actual (train)", line: { color: "#1d232b", width: 1.3 } });
   const [ex, ey] = xy(d.eval || {}, xk, "eval_loss");
   if (ey.length) traces.push({ x: ex, y: ey, mode: "lines+markers", name: "actual (eval)", line: { color: "#2ca02c" }, marker: { size: 5 } });
-  if (exits.length) {
-    traces.push({ x: exits.map((e) => e[xk]), y: exits.map((e) => e.actual), mode: "markers", name: "outside band",
-      marker: { symbol: "x", size: 8, color: "#ff00aa" }, text: exits.map((e) => `${e.metric} ${e.side} band`) });
-  }
+  const [bx, by] = xy(d.baseline || {}, xk, "loss");
+  if (by.length) traces.push({ x: bx, y: by, mode: "lines+markers", name: "Marin's forecast", marker: { size: 5 },
+    line: { color: "#6a3d9a", dash: "dash", width: 2 } });
   (d.imported || []).forEach((r) => {
     const [ix, iy] = xy(r, xk, "loss");
-    if (iy.length) traces.push({ x: ix, y: iy, mode: "lines", name: "imported: " + r.name, line: { color: "#7f7f7f", dash: "dot" } });
+    const hero = r.name.startsWith("hero");
+    if (iy.length) traces.push(hero
+      ? { x: ix, y: iy, mode: "markers", name: "actual: " + r.name, marker: { color: "#1d232b", size: 6 } }
+      : { x: ix, y: iy, mode: "lines", name: "imported: " + r.name, line: { color: "#7f7f7f", dash: "dot" } });
   });
-  plot("c-hero", traces, layout("", xk, "loss", { xaxis: { type: "log", title: { text: xk } } }));
+  if (exits.length) {
+    traces.push({ x: exits.map((e) => e[xk]), y: exits.map((e) => e.loss), mode: "markers", name: "outside band",
+      marker: { symbol: "x", size: 9, color: "#ff00aa" }, text: exits.map((e) => `${e.side} the band`) });
+  }
+  const startX = fs.start;
+  const heroLay = layout("", xk, "loss", { xaxis: { type: "log", title: { text: xk } } });
+  if (typeof startX === "number" && fs.x === xk) {
+    heroLay.shapes = [{ type: "line", xref: "x", yref: "paper", x0: startX, x1: startX, y0: 0, y1: 1,
+      line: { color: "#888", dash: "dot", width: 1 } }];
+    const ys = traces.flatMap((t) => t.x.map((x, i) => (x >= startX ? t.y[i] : null))).filter((v) => typeof v === "number");
+    if (ys.length) heroLay.yaxis.range = [Math.min(...ys) * 0.985, Math.max(...ys) * 1.015];
+    const xs = traces.flatMap((t) => t.x).filter((v) => typeof v === "number" && v > 0);
+    heroLay.xaxis.range = [Math.log10(startX / 3), Math.log10(Math.max(...xs) * 1.1)];
+  }
+  plot("c-hero", traces, heroLay);
+  if (cmpRows.length) {
+    const et = [];
+    Object.entries(comps).forEach(([name, c]) => {
+      const pts = c.points || {};
+      const [ox, oy] = xy(pts, xk, "error");
+      if (oy.length) et.push({ x: ox, y: oy.map((v) => 100 * v), mode: oy.length < 200 ? "lines+markers" : "lines",
+        name: "ours (" + name + ")", line: { color: "#d62728" }, marker: { size: 5 } });
+      const [mx, my] = xy(pts, xk, "marin_error");
+      if (my.length) et.push({ x: mx, y: my.map((v) => 100 * v), mode: "lines+markers", name: "Marin's (" + name + ")",
+        line: { color: "#6a3d9a", dash: "dash" }, marker: { size: 5 } });
+    });
+    plot("c-errors", et, layout("", xk, "predicted / actual − 1 (%)", { xaxis: { type: "log", title: { text: xk } },
+      margin: { l: 60, r: 20, t: 10, b: 44 } }));
+  }
   if (fc.length) {
     const fx = fc.map((f) => f.at_step);
     const ftr = [{ x: fx, y: fc.map((f) => f.predicted_final), mode: "lines+markers", name: "forecast of final loss",

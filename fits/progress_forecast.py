@@ -1,0 +1,111 @@
+"""A target run's whole curve from the rungs' curves (a chosen matched-progress law), with its band,
+and the forecast refreshed from the target's own points as it trains (snapshots).
+
+sigma(g)^2 = sigma_extrapolation(g)^2 + sigma_fit^2 + sigma_missing(g)^2, in log loss:
+  extrapolation  the backtests' errors scaled to the target's distance (fits.progress_eval)
+  fit            the law's RMS residual on the points it fitted (eval noise the law cannot follow)
+  missing        what a partial run's unrecorded tail leaves uncertain (multiple imputation, with
+                 the tail error measured by truncating each complete run where the partial one
+                 stopped and predicting the rest)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from fits.progress_eval import Axis, FitFn, band, missing_tail_sigma, sigma_extrapolation
+
+
+def _rms_residual(res, points: pd.DataFrame) -> float:
+    pred = res.model().predict(points["frac"], points["flops"])
+    return float(np.sqrt(np.mean((np.log(pred) - np.log(points["loss"].to_numpy(float))) ** 2)))
+
+
+def tail_error(points: pd.DataFrame, fit_fn: FitFn, cut: float, runs: list[str]) -> dict:
+    """Truncate each of `runs` at fraction `cut` (the others whole), fit, predict its rest: RMS log error."""
+    errs, per_run = [], {}
+    for run in runs:
+        keep = (points["run"] != run) | (points["frac"] <= cut + 1e-9)
+        rest = points[~keep]
+        if rest.empty:
+            continue
+        model = fit_fn(points[keep]).model()
+        e = np.log(model.predict(rest["frac"], rest["flops"])) - np.log(rest["loss"].to_numpy(float))
+        errs.append(e)
+        per_run[run] = float(np.sqrt(np.mean(e ** 2)))
+    if not errs:
+        return {"cut": cut, "rms_log_error": 0.0, "per_run": {}}
+    return {"cut": cut, "rms_log_error": float(np.sqrt(np.mean(np.concatenate(errs) ** 2))), "per_run": per_run}
+
+
+def forecast(axis: Axis, fit_fn: FitFn, backtests: list[dict], fracs: np.ndarray, level: float,
+             complete: dict[str, bool]) -> tuple[pd.DataFrame, dict]:
+    """The target's curve at `fracs` (frac, flops, loss, lower, upper) from the rungs alone, and how the band was made."""
+    pts = axis.points
+    res = fit_fn(pts)
+    flops = axis.target_flops * fracs
+    central = res.model().predict(fracs, flops)
+    decades = math.log10(axis.target_flops / float(pts["total_flops"].max()))
+    sig_ext = sigma_extrapolation(backtests, decades, fracs)
+    sig_fit = _rms_residual(res, pts)
+    partial = [r for r, ok in complete.items() if not ok and r in set(pts["run"])]
+    tail = None
+    sig_miss = np.zeros_like(fracs)
+    if partial:
+        cut = float(pts.loc[pts["run"].isin(partial), "frac"].max())
+        tail = tail_error(pts, fit_fn, cut, [r for r, ok in complete.items() if ok and r in set(pts["run"])])
+        miss = missing_tail_sigma(pts, fit_fn, complete, tail["rms_log_error"],
+                                  lambda r: r.model().predict(fracs, flops))
+        sig_miss = np.zeros_like(fracs) if miss is None else miss
+    sigma = np.sqrt(sig_ext ** 2 + sig_fit ** 2 + sig_miss ** 2)
+    lower, upper = band(central, sigma, level)
+    curve = pd.DataFrame({"frac": fracs, "flops": flops, "loss": central, "lower": lower, "upper": upper,
+                          "sigma": sigma, "sigma_extrapolation": sig_ext, "sigma_missing": sig_miss})
+    info = {"fit": res.to_dict(), "E": res.params.get("E"), "decades": decades, "level": level,
+            "sigma_fit": sig_fit, "partial_runs": partial, "tail_error": tail,
+            "method": "backtest log errors scaled linearly to the target's decades beyond the largest rung (RMS over "
+                      "backtests, per fraction) (+) the fit's RMS residual (+) the spread a partial run's missing "
+                      "tail leaves (multiple imputation)"}
+    return curve, info
+
+
+def snapshot(axis: Axis, fit_fn: FitFn, target_points: pd.DataFrame, at_frac: float, fracs: np.ndarray,
+             level: float, prior_sigma: np.ndarray, decades: float) -> tuple[pd.DataFrame, dict]:
+    """Refit with the target's own points up to `at_frac` and forecast the rest of its curve.
+
+    The target's points enter the fit as one more run at its own compute, so the law is pinned at
+    its scale where it has been seen. The band past `at_frac`: the prior's extrapolation sigma
+    rescaled from the prior's distance (`decades` beyond the largest rung) to the distance from
+    the target's own last point, the error of predicting a rung's rest from its points up to
+    `at_frac` (truncation backtests), and the target's own scatter about the refit; never wider
+    than the prior band.
+    """
+    # points before the rungs' first fraction lie outside the law's support (warmup, the early drop)
+    first = float(axis.points.groupby("run")["frac"].min().max())
+    seen = target_points[(target_points["frac"] <= at_frac + 1e-12) & (target_points["frac"] >= first - 1e-3)]
+    hero = pd.DataFrame({"run": "__target__", "frac": seen["frac"].to_numpy(float),
+                         "frac_snap": np.round(seen["frac"].to_numpy(float) * 20) / 20,
+                         "flops": axis.target_flops * seen["frac"].to_numpy(float),
+                         "total_flops": axis.target_flops, "loss": seen["loss"].to_numpy(float)})
+    pts = pd.concat([axis.points, hero], ignore_index=True)
+    res = fit_fn(pts)
+    central = res.model().predict(fracs, axis.target_flops * fracs)
+    full = axis.points.groupby("run")["frac"].max()
+    tail = tail_error(pts, fit_fn, at_frac, [r for r, f in full.items() if f > 0.99])
+    # the target's own scatter about the refit: its points are noisier than the law (eval noise, changes mid-run)
+    own = np.log(res.model().predict(hero["frac"], hero["flops"])) - np.log(hero["loss"].to_numpy(float))
+    noise = float(np.sqrt(np.mean(own ** 2))) if own.size else 0.0
+    # The prior's extrapolation error, by the same linear-in-decades rule, now measured from the
+    # target's own last point (log10(g / at_frac)) instead of from the largest rung (`decades`).
+    dist = np.log10(np.maximum(fracs / at_frac, 1.0)) / max(decades, 1e-3)
+    ahead = np.sqrt((prior_sigma * dist) ** 2 + tail["rms_log_error"] ** 2 + noise ** 2)
+    sigma = np.where(fracs > at_frac, np.minimum(prior_sigma, ahead), noise)
+    lower, upper = band(central, sigma, level)
+    curve = pd.DataFrame({"frac": fracs, "flops": axis.target_flops * fracs, "loss": central, "lower": lower,
+                          "upper": upper})
+    return curve, {"at_frac": at_frac, "n_points": int(len(seen)), "E": res.params.get("E"), "sigma_own_points": noise,
+                   "predicted_final": float(central[-1]), "lower": float(lower[-1]), "upper": float(upper[-1]),
+                   "tail_error": tail}

@@ -1,0 +1,69 @@
+"""Backtests of the final-loss law (at the hero's own extrapolation ratio) and of the schedule-factor curve."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ladder.analysis.curves import law_curve, schedule_factors
+from ladder.analysis.finals import fit_final_law, law_predict, min_rungs
+from ladder.analysis.runs import rung_curve, smooth
+from ladder.spec import FitSpec
+
+
+def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[str, Any]:
+    """Fit on the rungs at least `ratio` below the largest in compute, predict the largest.
+
+    When too few rungs sit that far below, the smallest feasible gap is used and the record says
+    how far it actually extrapolated, so the gate can refuse a backtest shorter than the hero's.
+    """
+    finals = points[points["kind"] == "final"]
+    by_size = finals.groupby("size", sort=False).agg(flops=("flops", "mean"), params=("params", "mean"),
+                                                     tokens=("tokens", "mean"), loss=("loss", "mean"),
+                                                     runs=("name", list)).sort_values("flops")
+    target = by_size.iloc[-1]
+    below = by_size.iloc[:-1]
+    chosen = below[below["flops"] <= target["flops"] / ratio * 1.05]
+    if len(chosen) < min_rungs(fit):
+        chosen = below.iloc[:max(min_rungs(fit), 1)]
+    if len(chosen) < min_rungs(fit):
+        return {"ok": False, "reason": f"{len(by_size)} finished rung sizes are too few to backtest the {fit.law} law"}
+    fit_on = [n for runs in chosen["runs"] for n in runs]
+    train = points[points["name"].isin(fit_on)]
+    res = fit_final_law(train, fit)
+    predicted = law_predict(res, target["params"], target["tokens"], target["flops"])
+    achieved = float(target["flops"] / chosen["flops"].max())
+    # With replicas the actual is the mean over the largest size's seeds.
+    return {"ok": True, "fit_on": fit_on, "predict": target["runs"][0], "predict_runs": list(target["runs"]),
+            "predicted": predicted, "actual": float(target["loss"]),
+            "actual_runs": [float(x) for x in finals[finals["size"] == target.name]["loss"]],
+            "relative_error": predicted / float(target["loss"]) - 1.0,
+            "compute_ratio": achieved, "required_ratio": ratio, "decades": math.log10(achieved),
+            "law": fit.law, "params": res.params}
+
+
+def curve_backtest(points: pd.DataFrame, dep_dirs: dict[str, str], fit: FitSpec, backtest: dict) -> dict[str, Any]:
+    """The curve method on the backtest's split: predict the largest rung's curve without it."""
+    if not backtest.get("ok"):
+        return {"ok": False, "reason": "no backtest"}
+    target = points[(points["kind"] == "final") & (points["name"] == backtest["predict"])].iloc[0]
+    train = points[points["name"].isin(backtest["fit_on"])]
+    res = fit_final_law(train, fit)
+    others = [n for n in points["name"].unique() if n not in backtest.get("predict_runs", [target["name"]])]
+    factors = schedule_factors(points, dep_dirs, res, np.linspace(0.005, 1.0, 200), names=others)
+    curve = rung_curve(dep_dirs[target["name"]])
+    if factors.empty or len(curve) < 8:
+        return {"ok": False, "reason": "the rungs have no loss curves (imported results?)"}
+    steps = curve["step"].to_numpy()
+    total = int(steps.max())
+    pred, _ = law_curve(res, factors, target["params"], steps, total, int(curve["tokens"].iloc[-1] / total),
+                        target["flops_per_token"])
+    actual = smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 25))
+    second = steps >= total / 2
+    err = pred / actual - 1.0
+    return {"ok": True, "predict": target["name"], "fit_on": backtest["fit_on"], "factors_from": others,
+            "mean_abs_rel_error_second_half": float(np.mean(np.abs(err[second]))),
+            "mean_rel_error_second_half": float(np.mean(err[second]))}

@@ -1,0 +1,191 @@
+"""Curve laws on rungs trained here: the final-loss law along the run times a schedule factor, and
+the whole-curve law (fits.joint) as a second estimate.
+
+The law L(N, D) gives the loss of a run *annealed* at D tokens. A WSD run in its stable phase
+sits above that (the learning rate is still high) and drops onto it in the cooldown; how far
+above, as a function of the fraction of the run, is the schedule's signature and the same for
+every run of the recipe. So each rung's smoothed train loss divided by the law at its tokens so
+far gives a factor c(f); the hero's curve is the law at the hero's tokens times the rungs' mean
+c(f). The law carries how loss falls with N and D; the factor carries the schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from ladder import layout
+from ladder.analysis.runs import rung_curve, smooth, tail_loss
+from ladder.spec import RungSpec
+
+
+def _law_at(result, n: float, tokens: np.ndarray, flops_per_token: float) -> np.ndarray:
+    if result.law == "chinchilla":
+        return result.model().predict(np.full_like(tokens, n, dtype=float), tokens)
+    return result.model().predict(tokens * flops_per_token)
+
+
+def schedule_factors(points: pd.DataFrame, dep_dirs: dict[str, str], result, grid: np.ndarray,
+                     names: list[str] | None = None) -> pd.DataFrame:
+    """Per rung, smoothed train loss / law(N, tokens so far) at run fractions `grid`."""
+    rows = []
+    for _, run in points[points["kind"] == "final"].iterrows():
+        if names is not None and run["name"] not in names:
+            continue
+        curve = rung_curve(dep_dirs[run["name"]])
+        if len(curve) < 8:
+            continue
+        frac = curve["step"].to_numpy(float) / float(curve["step"].max())
+        loss = smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 25))
+        law = _law_at(result, run["params"], curve["tokens"].to_numpy(float), run["flops_per_token"])
+        factor = np.interp(grid, frac, loss / law)
+        rows.append(pd.DataFrame({"name": run["name"], "flops": run["flops"], "frac": grid, "factor": factor}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def mean_factor(factors: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grid, factor, sigma): the rungs' geometric-mean factor per fraction and its spread in log."""
+    grid = np.sort(factors["frac"].unique())
+    logf = np.log(factors.pivot(index="frac", columns="name", values="factor").loc[grid].to_numpy(float))
+    return grid, np.exp(logf.mean(axis=1)), logf.std(axis=1, ddof=1) if logf.shape[1] > 1 else np.zeros(len(grid))
+
+
+def law_curve(result, factors: pd.DataFrame, n: float, steps: np.ndarray, total_steps: int, batch_tokens: int,
+              flops_per_token: float) -> tuple[np.ndarray, np.ndarray]:
+    """(loss, sigma) of a run's train-loss curve at `steps` from the law and the schedule factor."""
+    grid, factor, sigma = mean_factor(factors)
+    frac = steps / total_steps
+    law = _law_at(result, n, steps.astype(float) * batch_tokens, flops_per_token)
+    return law * np.interp(frac, grid, factor), np.interp(frac, grid, sigma)
+
+
+def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> dict[float, list[pd.DataFrame]]:
+    """Each rung's train-loss curve, lightly smoothed (per-batch noise on tiny batches is large)."""
+    out: dict[float, list[pd.DataFrame]] = {}
+    for _, run in points[points["kind"] == "final"].iterrows():
+        if names is not None and run["name"] not in names:
+            continue
+        curve = rung_curve(dep_dirs[run["name"]])
+        if len(curve) < 8:
+            continue
+        curve = curve.assign(loss=smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 40)))
+        curve = curve[curve["lr"] > 0]  # a schedule that anneals to exactly 0 has no log-lr at its last step
+        out.setdefault(float(run["params"]), []).append(curve[["step", "lr", "loss"]])
+    return out
+
+
+def _curve_final(model, n: float, curve: pd.DataFrame) -> float:
+    return float(model.predict(n, curve["step"].to_numpy(), curve["lr"].to_numpy(),
+                               at=np.array([int(curve["step"].max())]))[-1])
+
+
+def eval_over_train(points: pd.DataFrame, dep_dirs: dict[str, str]) -> pd.Series:
+    """Each rung's final eval loss over its final train loss, by name (the whole-curve law predicts train loss)."""
+    finals = points[points["kind"] == "final"]
+    return pd.Series({run["name"]: run["loss"] / tail_loss(rung_curve(dep_dirs[run["name"]])["loss"])
+                      for _, run in finals.iterrows()})
+
+
+def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str, backtest: dict | None = None) -> dict[str, Any]:
+    """The whole-curve law across sizes (fits.fit_joint_curves) and its backtest.
+
+    The backtest fits the same rungs as the final-loss law's backtest (else every size but the
+    largest) and predicts the largest size's final train loss from its schedule alone, and, scaled
+    by the training rungs' eval/train ratio, its final eval loss. A failure to fit is recorded, not hidden.
+    """
+    import fits
+
+    finals = points[points["kind"] == "final"].sort_values("flops")
+    by_n = _curves_by_n(points, dep_dirs)
+    doc: dict[str, Any] = {"law": f"joint_{law}"}
+    if len(by_n) < 2:
+        doc["error"] = f"a joint curve fit needs curves from 2 sizes, got {len(by_n)}"
+        return doc
+    try:
+        res = fits.fit_joint_curves(by_n, law=law)
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        doc["error"] = f"{type(exc).__name__}: {exc}"
+        return doc
+    doc["fit"] = res.to_dict()
+    ratios = eval_over_train(points, dep_dirs)
+    doc["eval_over_train"] = float(ratios.mean())
+    if backtest and backtest.get("ok"):
+        train_names, target_names = list(backtest["fit_on"]), list(backtest["predict_runs"])
+    else:
+        largest = finals["size"].iloc[-1]
+        train_names = list(finals["name"][finals["size"] != largest])
+        target_names = list(finals["name"][finals["size"] == largest])
+    sub = _curves_by_n(points, dep_dirs, names=train_names)
+    if len(sub) < 2:
+        doc["backtest"] = {"error": f"a joint curve fit needs curves from 2 sizes, got {len(sub)}"}
+        return doc
+    try:
+        bt = fits.fit_joint_curves(sub, law=law).model()
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        doc["backtest"] = {"error": f"{type(exc).__name__}: {exc}"}
+        return doc
+    targets = finals[finals["name"].isin(target_names)]
+    curves = [rung_curve(dep_dirs[name]) for name in targets["name"]]
+    pred_train = float(np.mean([_curve_final(bt, float(targets["params"].iloc[0]), c) for c in curves]))
+    actual_train = float(np.mean([tail_loss(c["loss"]) for c in curves]))
+    ratio = float(ratios[train_names].mean())
+    actual_eval = float(targets["loss"].mean())
+    doc["backtest"] = {"fit_on": train_names, "predict": target_names[0], "predict_runs": target_names,
+                       "predicted_final_train": pred_train, "actual_final_train": actual_train,
+                       "train_relative_error": pred_train / actual_train - 1.0, "eval_over_train": ratio,
+                       "predicted": pred_train * ratio, "actual": actual_eval,
+                       "relative_error": pred_train * ratio / actual_eval - 1.0}
+    return doc
+
+
+def hero_schedule(hero: RungSpec) -> pd.DataFrame:
+    from ladder.train.optim import lr_schedule
+
+    lrs = lr_schedule(hero)
+    steps = np.unique(np.linspace(1, hero.steps, min(hero.steps, 400)).astype(int))
+    return pd.DataFrame({"step": steps, "tokens": steps * hero.batch_tokens, "lr": lrs[steps - 1]})
+
+
+def _hero_curve(hero: RungSpec, h: dict, fit_dir: str, doc: dict) -> pd.DataFrame | None:
+    """The hero's predicted train-loss curve and band (see schedule_factors)."""
+    from fits.result import FitResult
+
+    path = Path(fit_dir) / layout.CURVES_CSV
+    if not path.exists():
+        return None
+    factors = pd.read_csv(path)
+    result = FitResult.from_dict(doc["law"])
+    sched = hero_schedule(hero)
+    steps = sched["step"].to_numpy()
+    fpt = hero.flops / hero.tokens
+    loss, sigma = law_curve(result, factors, hero.model.params_active, steps, hero.steps, hero.batch_tokens, fpt)
+    # Anchor on the interval's centre (the law's prediction for the final eval loss) so the curve and
+    # the final prediction agree; the band is the final interval's width plus the factor's spread.
+    z = float(norm.ppf(0.5 + h.get("level", 0.9) / 2)) if h.get("level") else 1.645
+    half_lo = math.log(h["loss"] / h["lower"]) if h["lower"] > 0 else 0.0
+    half_hi = math.log(h["upper"] / h["loss"])
+    lower = loss * np.exp(-np.sqrt(half_lo ** 2 + (z * sigma) ** 2))
+    upper = loss * np.exp(np.sqrt(half_hi ** 2 + (z * sigma) ** 2))
+    return pd.DataFrame({"step": steps, "tokens": sched["tokens"], "flops": sched["tokens"] * fpt,
+                         "lr": sched["lr"], "loss": loss, "lower": lower, "upper": upper})
+
+
+def _hero_curve_law(hero: RungSpec, doc: dict) -> pd.DataFrame | None:
+    """The hero's curve from the whole-curve law alone (a second, independent estimate)."""
+    from fits.result import FitResult
+    from ladder.train.optim import lr_schedule
+
+    law = (doc.get("curve_law") or {}).get("fit")
+    if not law:
+        return None
+    model = FitResult.from_dict(law).model()
+    lrs = lr_schedule(hero)
+    all_steps = np.arange(1, hero.steps + 1)
+    at = np.unique(np.linspace(1, hero.steps, min(hero.steps, 400)).astype(int))
+    loss = model.predict(hero.model.params_active, all_steps, lrs, at=at)
+    return pd.DataFrame({"step": at, "tokens": at * hero.batch_tokens, "lr": lrs[at - 1], "loss": loss})

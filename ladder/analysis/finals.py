@@ -1,0 +1,114 @@
+"""The final-loss laws on the rungs (fits' compute, Chinchilla and tied Chinchilla laws), their
+bootstrap over sizes, and the seeds' spread."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ladder.spec import FitSpec, RungSpec
+
+
+def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None = None, n_polish: int = 4):
+    """The final-loss law on these points (FitResult); `starts` seeds the multi-start (bootstrap refits)."""
+    import fits
+
+    if fit.law == "compute":
+        finals = points[points["kind"] == "final"]
+        return fits.fit(finals[["params", "tokens", "flops", "loss"]], "compute", pin_E=fit.pin_E)
+    if fit.law == "chinchilla_tied":
+        from fits.chinchilla_tied import fit_chinchilla_tied
+
+        return fit_chinchilla_tied(points["params"].to_numpy(), points["tokens"].to_numpy(), points["loss"].to_numpy(),
+                                   starts=starts, n_polish=n_polish)
+    return fits.fit(points[["params", "tokens", "flops", "loss"]], "chinchilla", starts=starts)
+
+
+def _bootstrap_starts(base, fit: FitSpec) -> np.ndarray | None:
+    """Starts for a bootstrap refit: the full fit's optimum and a few neighbours, not the whole grid."""
+    if fit.law == "compute":
+        return None
+    p = base.params
+    theta = np.array([math.log(max(p["A"], 1e-30)), math.log(max(p["B"], 1e-30)), math.log(max(p["E"], 1e-30)), p["alpha"]]
+                     + ([] if fit.law == "chinchilla_tied" else [p["beta"]]))
+    rng = np.random.default_rng(0)
+    jitter = rng.normal(0.0, 1.0, (3, theta.size)) * np.array([2.0, 2.0, 0.5] + [0.1] * (theta.size - 3))
+    return np.vstack([theta, theta + jitter])
+
+
+def law_predict(result, params: float, tokens: float, flops: float) -> float:
+    if result.law == "chinchilla":
+        return float(result.model().predict(np.array([params]), np.array([tokens]))[0])
+    return float(result.model().predict(np.array([flops]))[0])
+
+
+def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int = 0) -> list[dict[str, float]]:
+    """Law parameters refitted on rungs resampled with replacement (n resamples).
+
+    Resampling is over sizes (a rung, its branches and its replicas travel together), not over
+    points, because a rung's branches share its model and its noise. Resamples with too few
+    distinct sizes for the law are skipped.
+    """
+    by_size = {size: group for size, group in points.groupby("size", sort=False)}
+    sizes = list(by_size)
+    rng = np.random.default_rng(seed)
+    starts = _bootstrap_starts(base, fit)
+    out = []
+    for _ in range(n):
+        pick = rng.choice(sizes, size=len(sizes), replace=True)
+        if len(set(pick)) < min_rungs(fit):
+            continue
+        sample = pd.concat([by_size[p] for p in pick], ignore_index=True)
+        try:
+            res = fit_final_law(sample, fit, starts=starts, n_polish=1)
+        except ValueError:
+            continue
+        out.append(res.params)
+    return out
+
+
+def predict_samples(base, samples: list[dict[str, float]], targets: list[tuple[float, float, float]]) -> np.ndarray:
+    """(len(samples), len(targets)) predictions of the law at each bootstrap sample's parameters."""
+    out = []
+    for params in samples:
+        res = base.with_(params=params)
+        out.append([law_predict(res, *t) for t in targets])
+    return np.array(out)
+
+
+def n_sizes(points: pd.DataFrame) -> int:
+    return int(points.loc[points["kind"] == "final", "size"].nunique())
+
+
+def seed_spread(points: pd.DataFrame) -> dict[str, Any] | None:
+    """How far a size's runs on different seeds differ: (max - min) / mean of their final losses.
+
+    This is the ladder's noise floor: a backtest error or hero miss within it is noise, not a
+    wrong law. None when no size has more than one run.
+    """
+    finals = points[points["kind"] == "final"]
+    groups = finals.groupby("size")["loss"]
+    spread = (groups.max() - groups.min()) / groups.mean()
+    spread = spread[groups.count() > 1]
+    if spread.empty:
+        return None
+    return {"sizes": int(len(spread)), "median": float(spread.median()), "max": float(spread.max())}
+
+
+def min_rungs(fit: FitSpec) -> int:
+    return {"compute": 3, "chinchilla": 3, "chinchilla_tied": 2}[fit.law]
+
+
+def _targets_along(points: pd.DataFrame, flops_grid: np.ndarray, hero: RungSpec | None) -> list[tuple[float, float, float]]:
+    """(N, D, C) along the ladder's own allocation (tokens per parameter of the rungs), for plots."""
+    finals = points[points["kind"] == "final"]
+    tpp = float(np.median(finals["tokens"] / finals["params"]))
+    fpt_per_n = float(np.median(finals["flops_per_token"] / finals["params"]))
+    out = []
+    for c in flops_grid:
+        n = math.sqrt(c / (fpt_per_n * tpp))
+        out.append((n, n * tpp, float(c)))
+    return out

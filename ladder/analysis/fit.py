@@ -1,0 +1,87 @@
+"""The fit step: the final-loss law with its bootstrap and backtest, the curve laws, and, on imported
+eval curves, the matched-progress laws chosen by backtests (ladder.analysis.progress)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ladder import layout
+from ladder.analysis.backtests import backtest_at_ratio, curve_backtest
+from ladder.analysis.curves import fit_curve_law, schedule_factors
+from ladder.analysis.finals import (
+    _targets_along,
+    bootstrap_fits,
+    fit_final_law,
+    law_predict,
+    min_rungs,
+    n_sizes,
+    predict_samples,
+    seed_spread,
+)
+from ladder.analysis.progress import fit_progress
+from ladder.analysis.runs import collect_runs
+from ladder.spec import FitSpec, rung_from_dict
+
+
+def _fit_spec(config: dict) -> FitSpec:
+    return FitSpec(**{**config["fit"]})
+
+
+def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
+    fit = _fit_spec(config)
+    out = Path(out_dir)
+    points, excluded = collect_runs(config["rungs"], dep_dirs)
+    finals = points[points["kind"] == "final"] if not points.empty else points
+    hero = rung_from_dict(config["hero"]) if config.get("hero") else None
+    progress = fit_progress(config, dep_dirs, out_dir, fit, hero)
+    if points.empty or n_sizes(points) < min_rungs(fit):
+        if progress is not None and progress.get("chosen"):
+            doc = {"summary": {"law": None, "fit_on": [], "excluded": excluded, "level": fit.level,
+                               "note": f"only {len(finals)} rungs finished: no final-loss law; the curve law forecasts"},
+                   "law": None, "backtest": {"ok": False, "reason": "too few finished rungs for the final-loss law"},
+                   "progress": progress}
+            layout.write_json_atomic(out / layout.FIT, doc)
+            return {"law": None, "curve_law": progress["law"]}
+        raise ValueError(f"only {len(finals)} rungs finished ({', '.join(e['name'] + ' ' + e['status'] for e in excluded)}); "
+                         f"the {fit.law} law needs {min_rungs(fit)}")
+    layout.write_csv_atomic(out / layout.RUNS_CSV, points)
+    result = fit_final_law(points, fit)
+    ratio = hero.flops / float(finals["flops"].max()) if hero else 10.0
+    backtest = backtest_at_ratio(points, fit, ratio)
+
+    # Bootstrap over rungs for parameters and for the law's band over compute.
+    flops_grid = np.geomspace(finals["flops"].min() / 2, max(finals["flops"].max(), hero.flops if hero else 0) * 2, 60)
+    grid_targets = _targets_along(points, flops_grid, hero)
+    samples = bootstrap_fits(points, fit, result, fit.bootstrap, seed=0) if fit.bootstrap else []
+    boot = predict_samples(result, samples, grid_targets) if samples else np.empty((0, 0))
+    central = np.array([law_predict(result, *t) for t in grid_targets])
+    law_curve = pd.DataFrame({"flops": flops_grid, "loss": central})
+    level = fit.level
+    if boot.size:
+        law_curve["lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
+        law_curve["upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
+    else:
+        law_curve["lower"] = law_curve["upper"] = central
+    layout.write_csv_atomic(out / "law_curve.csv", law_curve)
+
+    factors = schedule_factors(points, dep_dirs, result, np.linspace(0.005, 1.0, 200))
+    if not factors.empty:
+        layout.write_csv_atomic(out / layout.CURVES_CSV, factors)
+    curve_bt = curve_backtest(points, dep_dirs, fit, backtest)
+    curve_law = fit_curve_law(points, dep_dirs, fit.curve_law, backtest) if fit.curve_law != "none" else None
+
+    summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
+               "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
+               "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
+               "fit_on": list(finals["name"]), "excluded": excluded, "seed_spread": seed_spread(points)}
+    doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
+           "bootstrap_params": samples,
+           "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
+           "curve_backtest": curve_bt,
+           "curve_law": curve_law, "progress": progress}
+    layout.write_json_atomic(out / layout.FIT, doc)
+    return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
+            "backtest_ratio": backtest.get("compute_ratio")}

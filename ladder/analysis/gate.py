@@ -1,0 +1,71 @@
+"""The gate step: block the hero when the ladder is not trustworthy, and say why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ladder import layout
+
+
+def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: bool = False) -> dict:
+    from ladder.executor import Blocked
+
+    gate = config["gate"]
+    reasons: list[str] = []
+    for name in config["rungs"]:
+        d = dep_dirs.get(name)
+        result = layout.read_json(Path(d) / layout.RESULT, {}) if d else {}
+        status = (layout.read_json(Path(d) / layout.STATUS, {}) or {}).get("status") if d else "MISSING"
+        if (result or {}).get("failed_step") is not None:
+            reasons.append(f"{name} diverged: loss non-finite at step {result['failed_step']} (lr {result.get('lr')})")
+        elif status != "SUCCESS" and not gate.get("allow_diverged"):
+            reasons.append(f"{name} did not finish ({status})")
+    fit_doc = layout.read_json(Path(dep_dirs["fit"]) / layout.FIT) if dep_dirs.get("fit") else None
+    pred = layout.read_json(Path(dep_dirs["predict"]) / layout.PREDICTION) if dep_dirs.get("predict") else None
+    if not fit_doc:
+        reasons.append("the fit did not complete")
+    elif (fit_doc.get("progress") or {}).get("chosen"):
+        reasons.extend(_progress_reasons(fit_doc["progress"], gate))
+    else:
+        bt = fit_doc.get("backtest") or {}
+        if not bt.get("ok"):
+            reasons.append(f"no backtest: {bt.get('reason')}")
+        else:
+            if abs(bt["relative_error"]) > gate["max_backtest_error"]:
+                reasons.append(f"backtest error {bt['relative_error']:+.2%} (fit on {', '.join(bt['fit_on'])}, predict {bt['predict']} "
+                               f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}")
+            hero_ratio = fit_doc.get("hero_ratio") or 0
+            if bt["compute_ratio"] < hero_ratio / 1.5:
+                reasons.append(f"the backtest extrapolates {bt['compute_ratio']:.1f}x but the hero is {hero_ratio:.1f}x beyond the "
+                               "largest rung: add rungs so a backtest reaches the hero's ratio")
+    if pred and pred.get("hero"):
+        h = pred["hero"]
+        width = (h["upper"] - h["lower"]) / h["predicted_final_loss"]
+        if width > gate["max_interval_width"]:
+            reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, wider than {gate['max_interval_width']:.1%}")
+    elif fit_doc:
+        reasons.append("no hero prediction")
+    passed = not reasons
+    # A hero trained elsewhere has nothing here to hold back: the verdict is recorded, not enforced.
+    advisory = bool(config.get("advisory"))
+    verdict = {"passed": passed, "overridden": bool(force and not passed), "advisory": advisory, "reasons": reasons,
+               "thresholds": gate}
+    layout.write_json_atomic(Path(out_dir) / layout.GATE, verdict)
+    if not passed and not force and not advisory:
+        raise Blocked(reasons)
+    return verdict
+
+
+def _progress_reasons(progress: dict, gate: dict) -> list[str]:
+    """The curve law's backtests against the gate: each one's mean error, and how far they reach against the hero."""
+    reasons = []
+    for bt in progress.get("backtests") or []:
+        if abs(bt["mean_rel_error"]) > gate["max_backtest_error"]:
+            reasons.append(f"curve backtest {', '.join(bt['fit_on'])} -> {bt['predict']} at {bt['compute_ratio']:.1f}x: mean error "
+                           f"{bt['mean_rel_error']:+.2%} exceeds {gate['max_backtest_error']:.1%}")
+    reach = max((bt["compute_ratio"] for bt in progress.get("backtests") or []), default=0.0)
+    hero_ratio = 10 ** progress["forecast"]["decades"]
+    if reach < hero_ratio / 1.5:
+        reasons.append(f"the curve backtests reach {reach:.1f}x but the hero is {hero_ratio:.0f}x beyond the largest rung: "
+                       "its band is scaled out from them, not measured there")
+    return reasons

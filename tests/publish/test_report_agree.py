@@ -1,0 +1,108 @@
+"""On a real smoke ladder, every number the report and the dashboard both show means the same:
+band exits on the same series (interval means) from the same start, the law's parameters with
+their bootstrap intervals, when each step began running, the finished hero's throughput."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ladder import layout
+from ladder.publish import readers
+from ladder.publish.data import Root
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "experiments" / "smoke.py")
+
+
+@pytest.fixture(scope="module")
+def root(ladder_smoke_root, tmp_path_factory) -> Path:
+    """A copy of the suite's smoke ladder (the report rewrites its own folder; the shared one stays as it was)."""
+    copy = tmp_path_factory.mktemp("agree") / "root"
+    shutil.copytree(ladder_smoke_root, copy, ignore=shutil.ignore_patterns("checkpoints*", "wandb"))
+    return copy
+
+
+@pytest.fixture(scope="module")
+def report(root) -> dict:
+    from ladder.cli import main
+
+    r = CliRunner().invoke(main, ["report", SMOKE, "--root", str(root), "--json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def _dir(root: Path, step: str) -> Path:
+    return next((root / "smoke").glob(f"{step}-*"))
+
+
+def test_band_exits_agree(root, report):
+    hero = Root(root).hero("smoke")
+    view = hero["comparisons"]["hero"]
+    doc = report["hero"]["comparison"]
+    # the same points judged, from the same start: 10% of the hero's run
+    total = layout.read_json(_dir(root, "hero") / layout.RESULT)["total_steps"]
+    assert doc["from_step"] == view["summary"]["first_step"] >= readers.COMPARE_FROM_FRAC * total
+    assert doc["points"] == view["summary"]["points"] and doc["outside_band"] == view["summary"]["outside"] == len(hero["exits"])
+    assert doc["fraction_inside_band"] == pytest.approx(view["summary"]["fraction_inside"])
+    assert report["hero"]["curve_fraction_inside_band"] == pytest.approx(doc["fraction_inside_band"])
+    assert doc["band_exits"] == view["stretches"]
+    # on interval means: each judged point's loss is the mean the trainer logged for its interval
+    metrics = {r["step"]: r for r in layout.iter_jsonl(_dir(root, "hero") / layout.METRICS)}
+    assert all(metrics[s].get("loss_mean", metrics[s]["loss"]) == pytest.approx(y)
+               for s, y in zip(view["points"]["step"], view["points"]["loss"], strict=True))
+    assert any("loss_mean" in metrics[s] and metrics[s]["loss_mean"] != metrics[s]["loss"] for s in view["points"]["step"])
+    # and the report's curve.csv is the same table
+    curve = list(_read_csv(_dir(root, "report") / "curve.csv"))
+    assert [int(float(r["step"])) for r in curve] == view["points"]["step"]
+    assert sum(r["inside"] == "False" for r in curve) == doc["outside_band"]
+
+
+def _read_csv(path: Path):
+    import csv
+
+    with path.open() as fh:
+        yield from csv.DictReader(fh)
+
+
+def test_fit_parameters_carry_their_bootstrap_intervals(root, report):
+    params = Root(root).fit("smoke")["params"]
+    assert params == report["fit_params"]
+    fit = layout.read_json(_dir(root, "fit") / layout.FIT)
+    assert len(fit["bootstrap_params"]) >= 5
+    for p in params:
+        assert p["lower"] is not None and p["upper"] is not None and p["lower"] <= p["upper"], p
+        assert p["level"] == fit["summary"]["level"]
+    assert any(p["upper"] > p["lower"] for p in params)  # a real spread, not the point estimate twice
+
+
+def test_overview_start_is_when_training_began(root):
+    steps = {s["name"]: s for s in Root(root).overview("smoke")["steps"]}
+    for name in ("rung_1", "rung_2", "rung_3", "rung_4", "hero"):
+        d = _dir(root, name)
+        progress, status = layout.read_json(d / layout.PROGRESS), layout.read_json(d / layout.STATUS)
+        assert steps[name]["start"] == progress["started"] >= status["start"]  # began running, not queued
+        assert steps[name]["queued"] == status["start"]
+    # the rungs queued together do not all read as starting together
+    assert len({steps[f"rung_{i}"]["start"] for i in range(1, 5)}) == 4
+
+
+def test_finished_hero_throughput_is_the_runs(root):
+    d = _dir(root, "hero")
+    result, progress = layout.read_json(d / layout.RESULT), layout.read_json(d / layout.PROGRESS)
+    hero = next(s for s in Root(root).overview("smoke")["steps"] if s["name"] == "hero")
+    assert hero["tokens_per_s"] == pytest.approx(result["tokens_per_s"])
+    assert result["tokens_per_s"] != pytest.approx(progress["tokens_per_s"], rel=1e-6)  # not the last logging interval
+
+
+def test_report_html_states_the_same_numbers(root, report):
+    html = (_dir(root, "report") / layout.REPORT_HTML).read_text()
+    doc = report["hero"]["comparison"]
+    assert f"Where the actual left our band ({len(doc['band_exits'])} stretches)" in html
+    assert f"{doc['fraction_inside_band']:.1%}" in html and f"{doc['mean_abs_rel_error']:.2%}" in html
+    for p in report["fit_params"]:
+        assert format(p["lower"], ".5g") in html and format(p["upper"], ".5g") in html
