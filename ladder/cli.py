@@ -51,14 +51,6 @@ class LadderGroup(click.Group):
             click.echo(f"error: this command needs the training stack ({exc.name} is not installed); "
                        "install it with: pip install 'scaling-ladder[train]'", err=True)
             sys.exit(EXIT_BAD_INPUT)
-        except Exception as exc:
-            # The executor (and fsspec with it) loads only in the commands that run steps, so its
-            # ConfigError can only have been raised once that module is imported.
-            store = sys.modules.get("ladder.executor.store")
-            if store is None or not isinstance(exc, store.ConfigError):
-                raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.Abort:
@@ -71,6 +63,14 @@ class LadderGroup(click.Group):
                 message = exc.format_message()
             click.echo(f"error: {message}", err=True)
             sys.exit(exc.exit_code)
+        except Exception as exc:
+            # The executor (and fsspec with it) loads only in the commands that run steps, so its
+            # ConfigError can only have been raised once that module is imported.
+            store = sys.modules.get("ladder.executor.store")
+            if store is None or not isinstance(exc, store.ConfigError):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
