@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from ladder.cli_options import address_option, example, json_option, root_option, table_width
 from ladder.spec import LadderSpec, SpecError, load_spec
 
 EXIT_FAILED = 1
@@ -85,13 +86,13 @@ def main() -> None:
 
 
 def _spec(path: str, overrides: tuple[str, ...], root: str | None) -> LadderSpec:
+    """The spec with its root resolved by the one rule: --root, then LADDER_ROOT (click reads it
+    into `root`), then the spec's own root."""
     import dataclasses
 
     spec = load_spec(path, overrides)
     if root is not None:
         spec = dataclasses.replace(spec, root=root)
-    if os.environ.get("LADDER_ROOT") and root is None:
-        spec = dataclasses.replace(spec, root=os.environ["LADDER_ROOT"])
     _check_root(spec.root)
     return spec
 
@@ -129,8 +130,6 @@ set_option = click.option(
     "--set", "overrides", multiple=True, metavar="KEY=VALUE",
     help="Override a spec field, e.g. --set seed=3 or --set rungs[0].tokens=100000 (repeatable).",
 )
-root_option = click.option("--root", default=None, help="Ladder root: a local folder or an fsspec URL (default: the spec's root).")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
 def _positive(ctx, param, value):
@@ -143,42 +142,53 @@ def _positive(ctx, param, value):
 # Ladder commands.
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder submit experiments/tiny.py --root runs",
+    "ladder submit experiments/tiny.py --set seed=3 --address ray://head:10001",
+    "ladder submit experiments/tiny.py --dry-run --json",
+))
 @spec_argument
 @root_option
-@click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")
+@address_option
 @click.option("--dry-run", is_flag=True, help="Print the plan and run nothing.")
 @click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N steps at once.")
 @click.option("--force", "force_gate", is_flag=True, help="Start the hero even if the gate blocks it.")
 @click.option("--wandb", "wandb_mode", type=click.Choice(["auto", "online", "offline", "disabled"]), default=None,
               help="W&B mode (default: the spec's).")
 @click.option("--progress/--no-progress", default=None, help="Live progress lines (default: on a terminal).")
+@json_option
 @set_option
-def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, overrides):
+def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, as_json, overrides):
     """Run every step of the ladder that is not already done (resumable)."""
     from ladder import stages
 
     spec = _spec(spec_path, overrides, root)
     if dry_run:
-        _print_plan(spec, force=())
+        _print_plan(spec, force=(), as_json=as_json)
         return 0
     summary = stages.run_ladder(
         spec, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate, "wandb_mode": wandb_mode},
-        show_progress=sys.stdout.isatty() if progress is None else progress,
+        show_progress=(sys.stdout.isatty() and not as_json) if progress is None else progress,
     )
-    return _finish(spec, summary)
+    return _finish(spec, summary, as_json)
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder rerun experiments/tiny.py rung_2",
+    "ladder rerun experiments/tiny.py rung_2 rung_3 --dry-run",
+))
 @spec_argument
 @click.argument("steps", nargs=-1, required=True)
 @root_option
-@click.option("--address", default=None, help="Ray cluster address.")
+@address_option
+@click.option("--dry-run", is_flag=True, help="Print the plan with STEPS forced and run nothing.")
+@click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N steps at once.")
 @click.option("--force", "force_gate", is_flag=True, help="Start the hero even if the gate blocks it.")
-@click.option("--progress/--no-progress", default=None)
+@click.option("--progress/--no-progress", default=None, help="Live progress lines (default: on a terminal).")
+@json_option
 @set_option
-def rerun(spec_path, steps, root, address, force_gate, progress, overrides):
+def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, progress, as_json, overrides):
     """Force STEPS (e.g. rung_2), then refresh the analysis steps that read them; the hero is not retrained."""
     from ladder import stages
 
@@ -187,22 +197,35 @@ def rerun(spec_path, steps, root, address, force_gate, progress, overrides):
     for name in steps:
         if name not in known:
             raise UserError(f"rerun: no step named {name!r}; steps are {', '.join(sorted(known))}")
+    if dry_run:
+        _print_plan(spec, force=steps, as_json=as_json)
+        return 0
     summary = stages.run_ladder(
-        spec, force=steps, address=address or os.environ.get("RAY_ADDRESS"),
-        runtime={"force_gate": force_gate}, show_progress=sys.stdout.isatty() if progress is None else progress,
+        spec, force=steps, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
+        runtime={"force_gate": force_gate},
+        show_progress=(sys.stdout.isatty() and not as_json) if progress is None else progress,
     )
-    return _finish(spec, summary)
+    return _finish(spec, summary, as_json)
 
 
-def _finish(spec: LadderSpec, summary) -> int:
+def _finish(spec: LadderSpec, summary, as_json: bool = False) -> int:
     from ladder import stages
 
+    if as_json:
+        steps = [{"step": o.name, "status": o.status, "action": o.action, "reason": o.reason, "path": o.path,
+                  "error": str(o.error).splitlines()[-1][:500] if o.error else None} for o in summary.steps.values()]
+        click.echo(json.dumps({"ladder": spec.name, "ok": summary.ok, "failed": summary.failed,
+                               "blocked": summary.blocked, "elapsed_s": summary.elapsed_s, "steps": steps}, indent=2))
+        return 0 if summary.ok else EXIT_FAILED
     for line in stages.summary_lines(spec, summary):
         click.echo(line)
     return 0 if summary.ok else EXIT_FAILED
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder plan experiments/smoke.py",
+    "ladder plan experiments/marin_moe_535b.py --mfu 0.35 --chip-peak 2.5e15 --json",
+))
 @spec_argument
 @root_option
 @click.option("--mfu", type=float, default=0.4, show_default=True, callback=_positive,
@@ -240,16 +263,20 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
         table.add_row(r["step"], r["action"], r["reason"], r["hash"], f"{r['flops']:.3g}" if r["flops"] else "-",
                       f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
     total = sum(r["flops"] for r in rows)
-    Console(width=200).print(table)
+    Console(width=table_width()).print(table)
     click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder status experiments/tiny.py",
+    "ladder status experiments/tiny.py --check --json    # exit 1 when a step failed",
+))
 @spec_argument
 @root_option
+@click.option("--check", is_flag=True, help="Exit 1 when a step has FAILED (or its dependency failed).")
 @json_option
 @set_option
-def status(spec_path, root, as_json, overrides):
+def status(spec_path, root, check, as_json, overrides):
     """Each step's status, output path, start/end and latest loss."""
     from rich.console import Console
     from rich.table import Table
@@ -258,9 +285,11 @@ def status(spec_path, root, as_json, overrides):
 
     spec = _spec(spec_path, overrides, root)
     rows = stages.status_ladder(spec)
+    failed = [r["step"] for r in rows if r.get("status") in ("FAILED", "DEP_FAILED")]
+    code = EXIT_FAILED if check and failed else 0
     if as_json:
-        click.echo(json.dumps({"ladder": spec.name, "steps": rows}, indent=2, default=str))
-        return 0
+        click.echo(json.dumps({"ladder": spec.name, "failed": failed, "steps": rows}, indent=2, default=str))
+        return code
     table = Table(title=f"status: {spec.name}")
     for col in ("step", "status", "progress", "loss", "start", "end", "path"):
         table.add_column(col, overflow="fold")
@@ -270,8 +299,10 @@ def status(spec_path, root, as_json, overrides):
         loss = r.get("loss")
         table.add_row(r["step"], r["status"], done, f"{loss:.4f}" if isinstance(loss, float) else "",
                       _when(r.get("start")), _when(r.get("end")), r["path"])
-    Console(width=200).print(table)
-    return 0
+    Console(width=table_width()).print(table)
+    if check and failed:
+        click.echo(f"failed: {', '.join(failed)}", err=True)
+    return code
 
 
 def _when(epoch) -> str:
@@ -282,13 +313,17 @@ def _when(epoch) -> str:
     return datetime.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder train experiments/tiny.py rung_1",
+    "ladder train experiments/smoke.py rung_1 --steps 20 --json",
+))
 @spec_argument
 @click.argument("rung_name", metavar="RUNG")
 @root_option
 @click.option("--steps", type=int, default=None, callback=_positive, help="Stop after N optimizer steps.")
+@json_option
 @set_option
-def train(spec_path, rung_name, root, steps, overrides):
+def train(spec_path, rung_name, root, steps, as_json, overrides):
     """Train one rung alone, outside the DAG, with the same outputs (<root>/<ladder>/train-<rung>)."""
     from ladder import stages
 
@@ -297,11 +332,19 @@ def train(spec_path, rung_name, root, steps, overrides):
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
     result = stages.train_alone(spec, rung_name, max_steps=steps)
-    click.echo(json.dumps({k: v for k, v in result.items() if not isinstance(v, list | dict)}, indent=2, default=str))
+    flat = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
+    if as_json:
+        click.echo(json.dumps(flat, indent=2, default=str))
+    else:
+        for k, v in flat.items():
+            click.echo(f"{k}: {v}")
     return 0 if result.get("status") == "SUCCESS" else EXIT_FAILED
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder report experiments/tiny.py",
+    "ladder report experiments/marin_moe_535b.py --json",
+))
 @spec_argument
 @root_option
 @json_option
@@ -333,7 +376,10 @@ def _numbers(kind):
     return parse
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder sweep experiments/tiny.py --rungs rung_1,rung_3,rung_5 --lr 0.5,0.71,1,1.41,2",
+    "ladder sweep experiments/tiny.py --rungs rung_1,rung_3 --batch 16,32 --dry-run --json",
+))
 @spec_argument
 @click.option("--rungs", "rung_names", required=True, help="Comma-separated rungs to sweep, e.g. rung_1,rung_3,rung_5.")
 @click.option("--lr", "lr_mults", default="0.5,0.71,1,1.41,2", show_default=True, callback=_numbers(float),
@@ -341,7 +387,7 @@ def _numbers(kind):
 @click.option("--batch", "batches", default=None, callback=_numbers(int),
               help="Batch sizes in sequences to cross with --lr (default: each rung's own).")
 @root_option
-@click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")
+@address_option
 @click.option("--dry-run", is_flag=True, help="Print the sweep's steps and run nothing.")
 @click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N runs at once.")
 @json_option
@@ -353,13 +399,18 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
     spec = _spec(spec_path, overrides, root)
     runs = sweep_lib.sweep_runs(spec, [n.strip() for n in rung_names.split(",") if n.strip()], lr_mults, batches)
     if dry_run:
-        for e in sweep_lib.plan_sweep(spec, runs):
+        entries = sweep_lib.plan_sweep(spec, runs)
+        if as_json:
+            click.echo(json.dumps({"ladder": spec.name, "steps": [
+                {"step": e.name, "action": e.action, "reason": e.reason, "path": e.path} for e in entries]}, indent=2))
+            return 0
+        for e in entries:
             click.echo(f"{e.name:<24} {e.action:<5} {e.path}")
         return 0
     summary = sweep_lib.run_sweep(spec, runs, address=address or os.environ.get("RAY_ADDRESS"),
                                   max_concurrent=max_concurrent, show_progress=sys.stdout.isatty())
     if not summary.ok:
-        return _finish(sweep_lib.sweep_spec(spec), summary)
+        return _finish(sweep_lib.sweep_spec(spec), summary, as_json)
     out, rule = sweep_lib.sweep_result(spec, runs)
     if as_json:
         click.echo(json.dumps({"dir": out, **rule}))
@@ -379,12 +430,16 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
     return 0
 
 
-@main.command("import-results")
+@main.command("import-results", epilog=example(
+    "ladder import-results experiments/marin_moe_535b.py rungs.csv",
+    "ladder import-results experiments/marin_moe_535b.py rungs.csv --root runs --json",
+))
 @spec_argument
 @click.argument("results_csv", metavar="RESULTS.csv", type=click.Path(dir_okay=False))
 @root_option
+@json_option
 @set_option
-def import_results(spec_path, results_csv, root, overrides):
+def import_results(spec_path, results_csv, root, as_json, overrides):
     """Record rung (or hero) results trained elsewhere, so fit, predict, gate and report run without training.
 
     RESULTS.csv has columns `name` (a rung or the hero) and `loss` (final eval loss); optional `tokens`,
@@ -416,6 +471,10 @@ def import_results(spec_path, results_csv, root, overrides):
         if pd.isna(row["loss"]):
             raise UserError(f"{results_csv}: row {i + 1}: loss is empty")
     path = stages.write_imported(spec, frame)
+    if as_json:
+        click.echo(json.dumps({"ladder": spec.name, "path": str(path), "n_results": len(frame),
+                               "names": sorted({str(n) for n in frame["name"]})}))
+        return 0
     click.echo(f"recorded {len(frame)} results for {spec.name} in {path}; now run: ladder submit {spec_path}")
     return 0
 
@@ -424,7 +483,7 @@ def _register_optional() -> None:
     """Commands that live beside their subsystem (fits, publish) register themselves here."""
     import importlib
 
-    for module in ("ladder.fits_cli", "ladder.publish.cli"):
+    for module in ("ladder.fits_cli", "ladder.cli_extra", "ladder.publish.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
