@@ -75,7 +75,12 @@ class LadderGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-@click.group(cls=LadderGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LadderGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=example(
+    "ladder fit runs.csv --bootstrap 200 --out fit.json && ladder predict fit.json --params 7e10 --tokens 1.4e12",
+    "ladder submit experiments/tiny.py --root runs && ladder report experiments/tiny.py --root runs",
+    "ladder show experiments/tiny.py          # every spec field, its default and meaning",
+    "eval \"$(_LADDER_COMPLETE=bash_source ladder)\"   # shell completion (zsh_source, fish_source)",
+))
 @click.version_option(package_name="scaling-ladder")
 def main() -> None:
     """Run a scaling ladder as a Ray DAG, fit scaling laws, predict and watch the hero run."""

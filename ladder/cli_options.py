@@ -30,6 +30,8 @@ ENVIRONMENT = {
     "WANDB_ENTITY": "W&B entity (team or user) when the spec does not name one",
     "WANDB_API_KEY": "W&B key for online logging and import-wandb (or ~/.netrc from `wandb login`)",
     "WANDB_BASE_URL": "a self-hosted W&B server",
+    "NETRC": "the netrc file whose api.wandb.ai entry counts as being logged in to W&B",
+    "XLA_FLAGS": "JAX/XLA flags; a CPU run adds its host-device count to them",
 }
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from ladder.cli_options import example
+
 
 class BadInput(click.ClickException):
     """A user mistake: the ladder group prints one line and exits 2."""
@@ -27,8 +29,9 @@ def register(group: click.Group) -> None:
     group.add_command(import_wandb)
 
 
-@click.command()
-@click.option("--root", default=None, help="Ladder root to show (default: LADDER_ROOT, else ./runs).")
+@click.command(epilog=example("ladder dashboard --root runs", "ladder dashboard --root runs --port 0 --verbose"))
+@click.option("--root", default=None, envvar="LADDER_ROOT", show_envvar=True,
+              help="Ladder root to show (default: LADDER_ROOT, else ./runs).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback exposes the (read-only) dashboard to the network.")
 @click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
@@ -59,7 +62,10 @@ def dashboard(root, host, port, verbose):
     return 0
 
 
-@click.command("import-wandb")
+@click.command("import-wandb", epilog=example(
+    "ladder import-wandb my-team/marin/abc123 --as hero_actual --root runs",
+    "ladder import-wandb ent/proj/run --as ref --from-csv history.csv --keys train/loss=loss --json",
+))
 @click.argument("run_path", metavar="ENTITY/PROJECT/RUN_ID")
 @click.option("--as", "name", required=True, help="Name to show the run under (letters, digits, _ . -).")
 @click.option("--keys", multiple=True, metavar="KEY[=NAME]",
@@ -67,10 +73,12 @@ def dashboard(root, host, port, verbose):
                    "train/loss=loss. Default: the usual step/tokens/loss keys and every */loss key.")
 @click.option("--from-csv", "from_csv", type=click.Path(dir_okay=False), default=None,
               help="Read an exported history CSV instead of calling the W&B API.")
-@click.option("--root", default=None, help="Ladder root (default: LADDER_ROOT, else ./runs).")
+@click.option("--root", default=None, envvar="LADDER_ROOT", show_envvar=True,
+              help="Ladder root (default: LADDER_ROOT, else ./runs).")
 @click.option("--ladder", "ladder_name", default=None,
               help="Ladder to attach the run to (default: the only ladder under the root).")
-def import_wandb(run_path, name, keys, from_csv, root, ladder_name):
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def import_wandb(run_path, name, keys, from_csv, root, ladder_name, as_json):
     """Import a W&B run's history as an actual curve the dashboard and report overlay."""
     from ladder.publish.wandb_import import ImportErrorLine, import_run
 
@@ -79,5 +87,10 @@ def import_wandb(run_path, name, keys, from_csv, root, ladder_name):
                             from_csv=from_csv)
     except ImportErrorLine as exc:
         raise BadInput(str(exc)) from None
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"run": run_path, "name": name, "rows": n, "path": str(out)}))
+        return 0
     click.echo(f"imported {n} rows of {run_path} as {name}: {out}")
     return 0
