@@ -87,3 +87,22 @@ def test_a_fresh_venv_without_extras_fits_and_predicts_the_chinchilla_table(whee
     lines = plan.stderr.strip().splitlines()
     assert plan.returncode == 2 and len(lines) == 1, plan.stderr
     assert "pip install 'scaling-ladder[train]'" in lines[0] and "Traceback" not in plan.stderr
+
+
+@pytest.mark.parametrize("name", ["gpu.yaml", "tpu.yaml"])
+def test_cluster_images_install_into_a_python_that_satisfies_requires_python(name):
+    """Ubuntu 22.04's python3 is 3.10; the configs must install (and run Ray from) a Python >= 3.11."""
+    import re
+    import tomllib
+
+    import yaml
+
+    floor = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    need = tuple(int(x) for x in re.fullmatch(r">=\s*(\d+)\.(\d+)", floor).groups())
+    setup = yaml.safe_load((REPO / "cluster" / name).read_text())["setup_commands"]
+    venvs = [re.search(r"python(\d+)\.(\d+) -m venv (\S+)", c) for c in setup]
+    venv = next(m for m in venvs if m)
+    assert tuple(int(x) for x in venv.groups()[:2]) >= need
+    installs = [c for c in setup if "pip install -e" in c]
+    assert installs and all(f"{venv.group(3)}/bin/python -m pip" in c for c in installs)
+    assert any(f"{venv.group(3).replace('~', '$HOME')}/bin:$PATH" in c for c in setup), "Ray must start from the venv"
