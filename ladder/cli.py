@@ -488,7 +488,7 @@ def _register_optional() -> None:
     """Commands that live beside their subsystem (fits, publish) register themselves here."""
     import importlib
 
-    for module in ("ladder.fits_cli", "ladder.cli_extra", "ladder.publish.cli"):
+    for module in ("ladder.fits_cli", "ladder.cli_extra", "ladder.cli_export", "ladder.publish.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
