@@ -74,7 +74,7 @@ def compare(spec_a, spec_b, root, set_a, set_b, as_json):
     from rich.console import Console
     from rich.table import Table
 
-    from ladder.cli import _spec
+    from ladder.cli_base import _spec
 
     a, b = (summarise(_spec(p, s, root)) for p, s in ((spec_a, set_a), (spec_b, set_b)))
     if as_json:
@@ -139,7 +139,7 @@ def export(spec_path, root, out_dir, as_json, overrides):
     """Write a ladder's outputs as parquet: steps, metrics, eval, fit_points, hero_curve, forecasts."""
     from pathlib import Path
 
-    from ladder.cli import _spec
+    from ladder.cli_base import _spec
 
     spec = _spec(spec_path, overrides, root)
     frames = tables(spec)
