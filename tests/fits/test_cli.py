@@ -261,3 +261,35 @@ def test_curve_predict_scores_schedules_per_schedule_and_both_averages(tmp_path)
     assert {r["schedule"] for r in d["predictions"]} == {str(p) for p in paths}
     code, out, err = run(["curve-predict", str(fit_json), *map(str, paths)])
     assert code == 0 and "averaged over schedules" in err and out.startswith("schedule,step,lr,loss")
+
+
+def test_the_library_takes_a_path_or_a_frame_with_its_own_errors(runs_csv):
+    import fits
+
+    from_path = fits.fit(str(runs_csv), "compute")
+    from_frame = fits.fit(fits.read_runs(runs_csv), "compute")
+    assert from_path.params == from_frame.params
+    frame = pd.read_csv(runs_csv)
+    with pytest.raises(fits.InputError, match="missing column 'loss'.*add a 'loss' column"):
+        fits.fit(frame.drop(columns="loss"))
+    frame.loc[2, "loss"] = np.nan
+    with pytest.raises(fits.InputError, match=r"column 'loss' row 2 is NaN") as err:
+        fits.fit(frame)
+    assert "np.float64" not in str(err.value)
+    with pytest.raises(fits.InputError, match="DataFrame or the path"):
+        fits.fit([1, 2, 3])
+    boot = fits.bootstrap(fits.read_runs(runs_csv), "compute", n_resamples=30, seed=1)
+    text = boot.summary()
+    assert text.splitlines()[0].startswith("compute law on 24 points")
+    assert "90% [" in text and "bands: bootstrap only" in text
+    assert boot.diagnostics["bootstrap"]["level"] == fits.DEFAULT_LEVEL == 0.9
+
+
+def test_import_fits_loads_neither_scipy_nor_pandas_until_used():
+    import subprocess
+    import sys
+
+    code = ("import sys, fits; heavy = [m for m in ('pandas', 'scipy', 'scipy.signal') if m in sys.modules]; "
+            "fits.fit; print(heavy, 'pandas' in sys.modules, fits.__version__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "[]" and out[1] == "True" and out[2] != "0+unknown", out
