@@ -2,7 +2,8 @@
 they are. numpy/scipy/pandas only; never imports ladder.
 
 Point laws (a runs table: DataFrame with params, tokens, loss, optional flops = 6ND, active_params)
-    fit(runs, law="chinchilla"|"compute"|"isoflop", pin_E=None) -> FitResult
+    fit(runs, law="chinchilla"|"compute"|"isoflop", pin_E=None) -> FitResult   runs: a table or a CSV path
+    read_runs(path) -> runs table                            RUNS.csv, checked column by column
     fit_chinchilla(N, D, L, starts=None) -> FitResult        Hoffmann et al. 2022 / Epoch AI 2024
     fit_compute(C, L, pin_E=None) -> FitResult               L(C) = E + A C^-alpha
     fit_isoflop(N, D, L, C=None, budgets=None) -> FitResult  Approach 2: N_opt ~ C^a, D_opt ~ C^b
@@ -13,8 +14,9 @@ Uncertainty
     bootstrap(runs, law, n_resamples=1000, seed=0, base=None) -> FitResult with samples, ci
     backtest(runs, law, holdout=1 | cutoffs=[...]) -> DataFrame (predicted, rel_err, decades)
     calibrate(result, runs) -> FitResult with .calibration (error per decade of extrapolation)
-    prediction_band(result, points, level=0.9) -> DataFrame loss, lower, upper
-    calibrated_interval(result, points, level=0.9) -> same, requiring a calibration
+    prediction_band(result, points, level=DEFAULT_LEVEL) -> DataFrame loss, lower, upper
+    calibrated_interval(result, points, level=DEFAULT_LEVEL) -> same, requiring a calibration
+    DEFAULT_LEVEL = 0.9: the one default probability of every interval (library and `ladder`)
 
 Whole-curve laws (curves: DataFrames with step, lr, loss)
     fit_curves(curves, law="multipower"|"tissue") -> FitResult; .model().predict(step, lr)
@@ -26,40 +28,71 @@ Hyperparameter rules (fits.hparams; a sweep: one row per run)
                                                              parabola optima, bootstrap intervals
 
 FitResult (fits.result): law, params, objective, n_points, n_starts, converged, diagnostics,
-config, samples, ci, calibration; .model(), .predict(...), .to_json(), FitResult.from_json().
+config, samples, ci, calibration; .model(), .predict(...), .summary(), .to_json(), FitResult.from_json().
 Reference data loaders: fits.reference. Bad user input raises fits.io.InputError (a ValueError).
+
+`import fits` loads none of this: each name is imported on first use (PEP 562), so a command line
+that only needs one law does not pay for the others.
 """
 
-from fits.chinchilla import ChinchillaLaw, fit_chinchilla
-from fits.compute import ComputeLaw, fit_compute
-from fits.curves import MultiPowerLaw, TissueLaw, fit_curves, predict_schedule
-from fits.isoflop import IsoFlopLaw, fit_isoflop
-from fits.joint import JointCurveLaw, fit_joint_curves
-from fits.result import FitResult
-from fits.runs import fit, predict
-from fits.uncertainty import backtest, bootstrap, calibrate, prediction_band
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
+
+from fits.defaults import DEFAULT_LEVEL
+
+try:
+    __version__ = version("scaling-ladder")  # fits ships in the scaling-ladder distribution
+except PackageNotFoundError:  # a source tree on sys.path without an install
+    __version__ = "0+unknown"
+
+# name -> the module that defines it
+_LAZY = {
+    "ChinchillaLaw": "fits.chinchilla", "fit_chinchilla": "fits.chinchilla",
+    "ComputeLaw": "fits.compute", "fit_compute": "fits.compute",
+    "MultiPowerLaw": "fits.curves", "TissueLaw": "fits.curves", "fit_curves": "fits.curves",
+    "predict_schedule": "fits.curves",
+    "IsoFlopLaw": "fits.isoflop", "fit_isoflop": "fits.isoflop",
+    "JointCurveLaw": "fits.joint", "fit_joint_curves": "fits.joint",
+    "FitResult": "fits.result",
+    "fit": "fits.runs", "predict": "fits.runs",
+    "read_runs": "fits.io", "InputError": "fits.io",
+    "backtest": "fits.uncertainty", "bootstrap": "fits.uncertainty", "calibrate": "fits.uncertainty",
+    "prediction_band": "fits.uncertainty", "calibrated_interval": "fits.uncertainty",
+    "compute_optimal": "fits.optimal",
+}
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from fits.chinchilla import ChinchillaLaw, fit_chinchilla
+    from fits.compute import ComputeLaw, fit_compute
+    from fits.curves import MultiPowerLaw, TissueLaw, fit_curves, predict_schedule
+    from fits.io import InputError, read_runs
+    from fits.isoflop import IsoFlopLaw, fit_isoflop
+    from fits.joint import JointCurveLaw, fit_joint_curves
+    from fits.optimal import compute_optimal
+    from fits.result import FitResult
+    from fits.runs import fit, predict
+    from fits.uncertainty import backtest, bootstrap, calibrate, calibrated_interval, prediction_band
 
 
-def compute_optimal(law, C, flops_per_param_token: float = 6.0):
-    """N_opt, D_opt for budget C from a Chinchilla or isoFLOP law (or a FitResult of one)."""
-    model = law.model() if isinstance(law, FitResult) else law
-    if isinstance(model, ChinchillaLaw):
-        return model.compute_optimal(C, flops_per_param_token)
-    if isinstance(model, IsoFlopLaw):
-        return model.compute_optimal(C)
-    raise ValueError(f"compute-optimal allocation needs a chinchilla or isoflop law, not {type(model).__name__}")
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fits' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
 
-def calibrated_interval(result: FitResult, points, level: float = 0.9):
-    """prediction_band for a result that carries an extrapolation calibration (see calibrate)."""
-    if not result.calibration:
-        raise ValueError("this fit has no calibration; call fits.calibrate(result, runs) first")
-    return prediction_band(result, points, level)
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = [
-    "ChinchillaLaw", "ComputeLaw", "FitResult", "IsoFlopLaw", "JointCurveLaw", "MultiPowerLaw", "TissueLaw",
-    "backtest", "bootstrap", "calibrate", "calibrated_interval", "compute_optimal", "fit", "fit_chinchilla",
-    "fit_compute", "fit_curves", "fit_isoflop", "fit_joint_curves", "predict", "predict_schedule",
-    "prediction_band",
+__all__ = [  # every name of _LAZY, and the two defined here
+    "DEFAULT_LEVEL", "ChinchillaLaw", "ComputeLaw", "FitResult", "InputError", "IsoFlopLaw", "JointCurveLaw",
+    "MultiPowerLaw", "TissueLaw", "__version__", "backtest", "bootstrap", "calibrate", "calibrated_interval",
+    "compute_optimal", "fit", "fit_chinchilla", "fit_compute", "fit_curves", "fit_isoflop", "fit_joint_curves",
+    "predict", "predict_schedule", "prediction_band", "read_runs",
 ]

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from fits.defaults import DEFAULT_LEVEL
 from fits.io import InputError
 from fits.isoflop import group_budgets
 
@@ -36,7 +37,7 @@ class Optimum:
 class RuleFit:
     """x_opt = coef * budget ** exponent, from the budgets' optima (a least-squares line in log-log).
 
-    ci: 90% percentile intervals of coef and exponent from resampling each budget's replicate rows.
+    ci: percentile intervals (at the fit's level, default 90%) of coef and exponent from resampling each budget's replicate rows.
     """
 
     coef: float
@@ -70,8 +71,8 @@ def budget_optimum(x, loss, budget: float = float("nan"), neighbours: int = 1) -
     return Optimum(budget, float(np.exp(u_opt)), float(c0 + c1 * u_opt + c2 * u_opt**2), len(values), False)
 
 
-def fit_rule(budget, x, loss, *, n_resamples: int = 500, seed: int = 0) -> RuleFit:
-    """Fit x_opt(budget) = coef * budget^exponent from sweep rows (one row per run)."""
+def fit_rule(budget, x, loss, *, n_resamples: int = 500, seed: int = 0, level: float = DEFAULT_LEVEL) -> RuleFit:
+    """Fit x_opt(budget) = coef * budget^exponent from sweep rows (one row per run); ci at `level`."""
     budget, x, loss = (np.asarray(a, dtype=float) for a in (budget, x, loss))
     if not (budget.shape == x.shape == loss.shape) or budget.ndim != 1:
         raise InputError("budget, x and loss must be 1-D and the same length")
@@ -98,7 +99,7 @@ def fit_rule(budget, x, loss, *, n_resamples: int = 500, seed: int = 0) -> RuleF
     rng = np.random.default_rng(seed)
     draws = np.array([line([rng.choice(g, size=len(g)) for g in groups])[1:] for _ in range(n_resamples)])
     ok = np.all(np.isfinite(draws), axis=1)
-    ci = {name: np.percentile(draws[ok, i], [5, 95]).tolist() for i, name in enumerate(("coef", "exponent"))} \
+    ci = {name: np.percentile(draws[ok, i], [50 * (1 - level), 50 * (1 + level)]).tolist() for i, name in enumerate(("coef", "exponent"))} \
         if ok.sum() >= 10 else {}
     return RuleFit(coef, exponent, tuple(optima), ci)
 

@@ -28,7 +28,9 @@ def read_table(path: str | os.PathLike, what: str = "CSV") -> pd.DataFrame:
     if p.is_dir():
         raise InputError(f"{p}: is a directory; give the path of a {what} file")
     try:
-        df = pd.read_csv(p)
+        # As text, so an error can quote a cell as the user wrote it (an empty cell, "nan", "1e9x");
+        # the numeric columns are converted where they are checked (positive_column).
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{p}: cannot be read as {what} ({first}); write it as comma-separated "
@@ -45,15 +47,28 @@ def require_columns(df: pd.DataFrame, columns, path, hint: str = "") -> None:
                              f"add a '{col}' column{hint}")
 
 
-def positive_column(df: pd.DataFrame, col: str, path, *, allow_zero: bool = False) -> np.ndarray:
+def positive_column(df: pd.DataFrame, col: str, path, *, allow_zero: bool = False, row_offset: int = 2) -> np.ndarray:
+    """The column as float64, every value finite and positive (or >= 0), else InputError naming the
+    row: the file's line number for a CSV (row_offset 2: the header is line 1), the index for a table."""
     v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(v) | ((v < 0) if allow_zero else (v <= 0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         kind = "non-negative" if allow_zero else "positive"
-        raise InputError(f"{path}: column '{col}' row {i + 2} is {df[col].iloc[i]!r}; "
+        raise InputError(f"{path}: column '{col}' row {i + row_offset} is {as_written(df[col].iloc[i])}; "
                          f"every value must be a finite {kind} number")
     return v
+
+
+def as_written(value) -> str:
+    """A cell as its user wrote it: the CSV's own text, or a table's value without numpy's repr."""
+    if isinstance(value, str):
+        return "empty" if not value.strip() else repr(value.strip())
+    if value is None or (isinstance(value, float | np.floating) and np.isnan(value)):
+        return "NaN"
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
 
 
 def read_runs(path, min_points: int = 1) -> pd.DataFrame:
@@ -83,8 +98,9 @@ def read_points(path) -> pd.DataFrame:
     if len(df) == 0:
         raise InputError(f"{path}: no rows; add at least one row of params,tokens")
     out = df.copy()
-    for c in ("params", "tokens"):
-        out[c] = positive_column(df, c, path)
+    for c in ("params", "tokens", "flops"):
+        if c in df.columns:
+            out[c] = positive_column(df, c, path)
     return out
 
 

@@ -61,6 +61,22 @@ class FitResult:
     def predict(self, *args, **kwargs) -> np.ndarray:
         return self.model().predict(*args, **kwargs)
 
+    def summary(self) -> str:
+        """A few lines for a reader: the law, what it was fit on, each parameter with its interval,
+        and how a predicted band would be made (fits.uncertainty.band_method)."""
+        from fits.uncertainty import band_method
+
+        level = (self.diagnostics.get("bootstrap") or {}).get("level")
+        lines = [f"{self.law} law on {self.n_points} points: objective {self.objective:.6g}, "
+                 f"{self.n_starts} start(s), {'converged' if self.converged else 'NOT converged'}"]
+        for k, v in self.params.items():
+            ci = (self.ci or {}).get(k)
+            pinned = " (pinned)" if k == "E" and self.config.get("pin_E") is not None else ""
+            band = f"   {level:.0%} [{ci[0]:.6g}, {ci[1]:.6g}]" if ci and level else ""
+            lines.append(f"  {k:>6} = {v:.6g}{pinned}{band}")
+        lines.append(f"bands: {band_method(self)['text']}")
+        return "\n".join(lines)
+
     def with_(self, **changes) -> FitResult:
         return replace(self, **changes)
 

@@ -7,9 +7,12 @@ the active parameter count by default, Clark et al. 2022 / Ludziejewski et al. 2
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 
+from fits.io import InputError, positive_column, read_runs, require_columns
 from fits.result import FitResult
 
 POINT_LAWS = ("chinchilla", "compute", "isoflop")
@@ -37,12 +40,33 @@ def n_of(runs: pd.DataFrame, use_active: bool = True) -> np.ndarray:
     return runs["params"].to_numpy(float)
 
 
-def fit(runs, law: str = "chinchilla", *, pin_E: float | None = None, use_active: bool = True,
-        starts=None) -> FitResult:
-    """Fit `law` to a runs table: chinchilla (N, D), compute (C), isoflop (Approach 2)."""
-    runs = as_runs(runs)
+def checked_runs(runs, law: str, pin_E: float | None = None) -> pd.DataFrame:
+    """A runs table from a RUNS.csv path or a DataFrame, its columns and values checked with the
+    library's own one-line InputError (the column, the row, the fix) and its size against the law."""
     if law not in POINT_LAWS:
         raise ValueError(f"unknown law {law!r}; choose one of {', '.join(POINT_LAWS)}")
+    need = MIN_POINTS[law] if pin_E is None else 2
+    if isinstance(runs, str | os.PathLike):
+        return read_runs(runs, min_points=need)
+    if not isinstance(runs, pd.DataFrame):
+        raise InputError(f"runs must be a pandas DataFrame or the path of a RUNS.csv, not {type(runs).__name__}; "
+                         "give a table with columns params, tokens, loss")
+    what = "runs table"
+    require_columns(runs, ("params", "tokens", "loss"), what)
+    checked = runs.reset_index(drop=True).copy()
+    for col in ("params", "tokens", "loss", "flops", "active_params"):
+        if col in checked.columns:
+            checked[col] = positive_column(checked, col, what, row_offset=0)
+    if len(checked) < need:
+        raise InputError(f"{what}: {len(checked)} run(s) but the {law} law needs at least {need}; add more runs")
+    return as_runs(checked)
+
+
+def fit(runs, law: str = "chinchilla", *, pin_E: float | None = None, use_active: bool = True,
+        starts=None) -> FitResult:
+    """Fit `law` to runs (a DataFrame or the path of a RUNS.csv): chinchilla (N, D), compute (C),
+    isoflop (Approach 2). Bad input raises fits.io.InputError naming the column and the fix."""
+    runs = checked_runs(runs, law, pin_E)
     L = runs["loss"].to_numpy(float)
     if law == "chinchilla":
         from fits.chinchilla import fit_chinchilla

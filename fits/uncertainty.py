@@ -17,10 +17,12 @@
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
+from fits.defaults import DEFAULT_LEVEL
 from fits.lbfgs import minimize_batched
 from fits.result import FitResult
 from fits.runs import as_runs, fit, n_of, predict_with
@@ -75,10 +77,14 @@ def configurations(runs: pd.DataFrame, use_active: bool = True) -> tuple[np.ndar
 
 
 def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: int = 0,
-              base: FitResult | None = None, n_refine: int = 3, level: float = 0.95,
+              base: FitResult | None = None, n_refine: int = 3, level: float = DEFAULT_LEVEL,
               pin_E: float | None = None) -> FitResult:
     """Bootstrap over configurations: the base fit with `samples` (one refit per resample) and `ci`
-    (percentile interval at `level` for each parameter, default the 2.5 and 97.5 percentiles).
+    (percentile interval at `level` for each parameter, default the 5th and 95th percentiles).
+
+    A law with as many free parameters as configurations interpolates every resample, so the
+    resamples all land on one curve and the interval would have zero width: that raises
+    ValueError naming what the data cannot pin, rather than returning false certainty.
 
     The unit resampled is a configuration (one N and token count), with all its replicate seeds
     together: seeds of one configuration share its size-level luck, so resampling them one by one
@@ -88,6 +94,7 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
     if base is None:
         base = fit(runs, law, pin_E=pin_E)
     index, n_conf = configurations(runs, base.config.get("use_active", True))
+    _require_residual_freedom(runs, base, law, n_conf)
     W_conf = resample_weights(n_conf, n_resamples, seed)
     W = W_conf[:, index]  # every run of a drawn configuration, as often as it was drawn
     L = runs["loss"].to_numpy(float)
@@ -154,12 +161,60 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
     return base.with_(samples=samples, ci=ci, diagnostics=diag)
 
 
-def prediction_band(result: FitResult, runs, level: float = 0.9) -> pd.DataFrame:
+def _require_residual_freedom(runs: pd.DataFrame, base: FitResult, law: str, n_conf: int) -> None:
+    free = [k for k in base.params if not (k == "E" and base.config.get("pin_E") is not None)]
+    if law == "compute":
+        units, what = int(np.unique(runs["flops"].to_numpy(float)).size), "compute budgets"
+    elif law == "chinchilla":
+        units, what = n_conf, "(N, D) configurations"
+    else:
+        return  # isoFLOP fits per budget; a resample that loses a budget is skipped, not refit
+    if units > len(free):
+        return
+    hint = " or pin E (--pin-E / pin_E=)" if law == "compute" and "E" in free else ""
+    raise ValueError(f"{units} {what} for the {law} law's {len(free)} free parameters ({', '.join(free)}) "
+                     "leave no residual: every resample is interpolated exactly, so a bootstrap cannot "
+                     f"measure how uncertain they are; add runs at more {what.split(' (')[0]}{hint}")
+
+
+def calibrated_interval(result: FitResult, points, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+    """prediction_band for a result that carries an extrapolation calibration (see calibrate)."""
+    if not result.calibration:
+        raise ValueError("this fit has no calibration; call fits.calibrate(result, runs) first")
+    return prediction_band(result, points, level)
+
+
+def band_method(result: FitResult) -> dict:
+    """How prediction_band's interval for this result is made, for a reader of the numbers:
+    kind "calibrated" (bootstrap, if any, widened by the measured extrapolation error and the
+    scatter of single runs), "bootstrap" (parameter noise only: too narrow far from the data),
+    or "none" (a bare fit: lower = upper = loss)."""
+    boot = (result.diagnostics or {}).get("bootstrap", {})
+    n_boot = int(boot.get("n_resamples", 0)) if result.samples else 0
+    cal = result.calibration
+    if cal:
+        text = (f"calibrated: {'bootstrap over ' + str(n_boot) + ' resamples, ' if n_boot else ''}"
+                f"widened by the extrapolation error of {len(cal['cutoffs'])} nested backtests "
+                f"({cal['n_predictions']} held-out predictions: {cal['per_decade']:.4f} log-loss per decade "
+                f"beyond the fitted runs) and the scatter of single runs ({cal['sigma0']:.4f})")
+        return {"kind": "calibrated", "n_resamples": n_boot, "text": text, **{k: cal[k] for k in (
+            "per_decade", "sigma0", "n_predictions", "max_flops")}}
+    uncal = (result.diagnostics or {}).get("uncalibrated")
+    if n_boot:
+        text = (f"bootstrap only: {n_boot} resamples of the runs, parameter noise alone; it does not "
+                "carry the error of extrapolating, so far beyond the data it is too narrow"
+                + (f" ({uncal})" if uncal else ""))
+        return {"kind": "bootstrap", "n_resamples": n_boot, "text": text}
+    return {"kind": "none", "n_resamples": 0,
+            "text": "no interval: the fit has neither a bootstrap nor a calibration (lower = upper = loss)"}
+
+
+def prediction_band(result: FitResult, runs, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
     """loss (the fit), lower and upper (bootstrap percentiles at `level`) for each row of runs;
     widened for extrapolation when the result carries a calibration (see calibrate)."""
     runs = as_runs(runs)
     loss = predict_with(result.model(), result, runs)
-    z = norm.ppf(0.5 + level / 2)
+    z = NormalDist().inv_cdf(0.5 + level / 2)
     sig_boot = np.zeros_like(loss)
     if result.samples:
         preds = np.array([predict_with(m, result, runs) for m in result.sample_models()])

@@ -9,56 +9,28 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import click
 
-from ladder.executor.store import ConfigError
-from ladder.spec import LadderSpec, SpecError, load_spec
-
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-
-
-class UserError(click.ClickException):
-    """A user mistake: one line on stderr, exit 2, no traceback."""
-
-    exit_code = EXIT_BAD_INPUT
-
-    def show(self, file=None) -> None:  # one line, no usage block
-        click.echo(f"error: {self.format_message()}", err=True)
+from ladder.cli_base import (
+    EXIT_FAILED,
+    LadderGroup,
+    UserError,
+    _positive,
+    _spec,
+    set_option,
+    spec_argument,
+)
+from ladder.cli_options import address_option, example, json_option, root_option, table_width
+from ladder.spec import LadderSpec
 
 
-class LadderGroup(click.Group):
-    """Turns every user mistake (spec problems, click usage errors) into one line and exit 2."""
-
-    def main(self, *args, **kwargs):
-        kwargs["standalone_mode"] = False
-        try:
-            rv = super().main(*args, **kwargs)
-        except SpecError as exc:
-            for line in exc.problems:
-                click.echo(f"error: {line}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        except ConfigError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        except click.exceptions.Exit as exc:
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("aborted", err=True)
-            sys.exit(130)
-        except click.ClickException as exc:
-            if isinstance(exc, click.UsageError) and exc.ctx is not None:
-                message = f"{exc.ctx.command_path}: {exc.format_message()} (see --help)"
-            else:
-                message = exc.format_message()
-            click.echo(f"error: {message}", err=True)
-            sys.exit(exc.exit_code)
-        sys.exit(rv if isinstance(rv, int) else 0)
-
-
-@click.group(cls=LadderGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LadderGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=example(
+    "ladder fit runs.csv --bootstrap 200 --out fit.json && ladder predict fit.json --params 7e10 --tokens 1.4e12",
+    "ladder submit experiments/tiny.py --root runs && ladder report experiments/tiny.py --root runs",
+    "ladder show experiments/tiny.py          # every spec field, its default and meaning",
+    "eval \"$(_LADDER_COMPLETE=bash_source ladder)\"   # shell completion (zsh_source, fish_source)",
+))
 @click.version_option(package_name="scaling-ladder")
 def main() -> None:
     """Run a scaling ladder as a Ray DAG, fit scaling laws, predict and watch the hero run."""
@@ -68,104 +40,56 @@ def main() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Shared options.
+# Ladder commands (shared options and the error handling are in cli_base).
 
 
-def _spec(path: str, overrides: tuple[str, ...], root: str | None) -> LadderSpec:
-    import dataclasses
-
-    spec = load_spec(path, overrides)
-    if root is not None:
-        spec = dataclasses.replace(spec, root=root)
-    if os.environ.get("LADDER_ROOT") and root is None:
-        spec = dataclasses.replace(spec, root=os.environ["LADDER_ROOT"])
-    _check_root(spec.root)
-    return spec
-
-
-def _check_root(root: str) -> None:
-    if "://" in root:
-        import fsspec
-
-        protocol = root.split("://", 1)[0]
-        try:
-            fsspec.get_filesystem_class(protocol)
-        except (ValueError, ImportError) as exc:
-            raise UserError(f"--root {root}: unsupported storage URL ({exc}); use a local path, file://, gs:// or s3://") from exc
-        if protocol in ("http", "https"):
-            raise UserError(f"--root {root}: http(s) storage is read-only; use a local path, file://, gs:// or s3://")
-        try:
-            fs, path = fsspec.core.url_to_fs(root)
-            fs.exists(path)
-        except Exception as exc:  # any backend's failure to connect is a bad --root, reported in one line
-            reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-            raise UserError(f"--root {root}: cannot reach the storage ({reason}); check the URL and credentials") from exc
-        return
-    path = Path(root)
-    existing = path
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise UserError(f"--root {root}: {existing} is a file, not a folder; give a folder for the ladder's outputs")
-    if not os.access(existing, os.W_OK):
-        raise UserError(f"--root {root}: {existing} is not writable; give a folder you can write to")
-
-
-spec_argument = click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
-set_option = click.option(
-    "--set", "overrides", multiple=True, metavar="KEY=VALUE",
-    help="Override a spec field, e.g. --set seed=3 or --set rungs[0].tokens=100000 (repeatable).",
-)
-root_option = click.option("--root", default=None, help="Ladder root: a local folder or an fsspec URL (default: the spec's root).")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-
-
-def _positive(ctx, param, value):
-    if value is not None and value <= 0:
-        raise click.BadParameter(f"must be positive, got {value}")
-    return value
-
-
-# ------------------------------------------------------------------------------------------
-# Ladder commands.
-
-
-@main.command()
+@main.command(epilog=example(
+    "ladder submit experiments/tiny.py --root runs",
+    "ladder submit experiments/tiny.py --set seed=3 --address ray://head:10001",
+    "ladder submit experiments/tiny.py --dry-run --json",
+))
 @spec_argument
 @root_option
-@click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")
+@address_option
 @click.option("--dry-run", is_flag=True, help="Print the plan and run nothing.")
 @click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N steps at once.")
 @click.option("--force", "force_gate", is_flag=True, help="Start the hero even if the gate blocks it.")
 @click.option("--wandb", "wandb_mode", type=click.Choice(["auto", "online", "offline", "disabled"]), default=None,
               help="W&B mode (default: the spec's).")
 @click.option("--progress/--no-progress", default=None, help="Progress: a live view on a terminal, else plain lines (start, end, one a minute per training step).")
+@json_option
 @set_option
-def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, overrides):
+def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, as_json, overrides):
     """Run every step of the ladder that is not already done (resumable)."""
     from ladder import stages
 
     spec = _spec(spec_path, overrides, root)
     if dry_run:
-        _print_plan(spec, force=())
+        _print_plan(spec, force=(), as_json=as_json)
         return 0
     summary = stages.run_ladder(
         spec, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate, "wandb_mode": wandb_mode},
-        show_progress=progress is not False,
+        show_progress=(not as_json) if progress is None else progress,
     )
-    return _finish(spec, summary)
+    return _finish(spec, summary, as_json)
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder rerun experiments/tiny.py rung_2",
+    "ladder rerun experiments/tiny.py rung_2 rung_3 --dry-run",
+))
 @spec_argument
 @click.argument("steps", nargs=-1, required=True)
 @root_option
-@click.option("--address", default=None, help="Ray cluster address.")
+@address_option
+@click.option("--dry-run", is_flag=True, help="Print the plan with STEPS forced and run nothing.")
+@click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N steps at once.")
 @click.option("--force", "force_gate", is_flag=True, help="Start the hero even if the gate blocks it.")
 @click.option("--progress/--no-progress", default=None, help="As for submit.")
+@json_option
 @set_option
-def rerun(spec_path, steps, root, address, force_gate, progress, overrides):
+def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, progress, as_json, overrides):
     """Force STEPS (e.g. rung_2), then refresh the analysis steps that read them; the hero is not retrained."""
     from ladder import stages
 
@@ -174,16 +98,26 @@ def rerun(spec_path, steps, root, address, force_gate, progress, overrides):
     for name in steps:
         if name not in known:
             raise UserError(f"rerun: no step named {name!r}; steps are {', '.join(sorted(known))}")
+    if dry_run:
+        _print_plan(spec, force=steps, as_json=as_json)
+        return 0
     summary = stages.run_ladder(
-        spec, force=steps, address=address or os.environ.get("RAY_ADDRESS"),
-        runtime={"force_gate": force_gate}, show_progress=progress is not False,
+        spec, force=steps, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
+        runtime={"force_gate": force_gate},
+        show_progress=(not as_json) if progress is None else progress,
     )
-    return _finish(spec, summary)
+    return _finish(spec, summary, as_json)
 
 
-def _finish(spec: LadderSpec, summary) -> int:
+def _finish(spec: LadderSpec, summary, as_json: bool = False) -> int:
     from ladder import stages
 
+    if as_json:
+        steps = [{"step": o.name, "status": o.status, "action": o.action, "reason": o.reason, "path": o.path,
+                  "error": str(o.error).splitlines()[-1][:500] if o.error else None} for o in summary.steps.values()]
+        click.echo(json.dumps({"ladder": spec.name, "ok": summary.ok, "failed": summary.failed,
+                               "blocked": summary.blocked, "elapsed_s": summary.elapsed_s, "steps": steps}, indent=2))
+        return 0 if summary.ok else EXIT_FAILED
     for line in stages.summary_lines(spec, summary):
         click.echo(line)
     return 0 if summary.ok else EXIT_FAILED
@@ -194,7 +128,10 @@ ACCELERATORS = {"H100": 989e12, "H200": 989e12, "B200": 2.25e15, "GB200": 2.5e15
                 "TPUv5p": 459e12, "TPUv6e": 918e12}
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder plan experiments/smoke.py",
+    "ladder plan experiments/marin_moe_535b.py --mfu 0.35 --chip-peak 2.5e15 --json",
+))
 @spec_argument
 @root_option
 @click.option("--mfu", type=float, default=0.4, show_default=True, callback=_positive,
@@ -239,18 +176,22 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerat
         table.add_row(r["step"], r["action"], r["reason"], r["hash"], f"{r['flops']:.3g}" if r["flops"] else "-",
                       f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
     total = sum(r["flops"] for r in rows)
-    Console(width=200).print(table)
+    Console(width=table_width()).print(table)
     click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
     for line in plan_costs.lines(runs, accelerator, mfu, chips):
         click.echo(line)
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder status experiments/tiny.py",
+    "ladder status experiments/tiny.py --check --json    # exit 1 when a step failed",
+))
 @spec_argument
 @root_option
+@click.option("--check", is_flag=True, help="Exit 1 when a step has FAILED (or its dependency failed).")
 @json_option
 @set_option
-def status(spec_path, root, as_json, overrides):
+def status(spec_path, root, check, as_json, overrides):
     """Each step's status, output path, start/end and latest loss."""
     from rich.console import Console
     from rich.table import Table
@@ -259,9 +200,11 @@ def status(spec_path, root, as_json, overrides):
 
     spec = _spec(spec_path, overrides, root)
     rows = stages.status_ladder(spec)
+    failed = [r["step"] for r in rows if r.get("status") in ("FAILED", "DEP_FAILED")]
+    code = EXIT_FAILED if check and failed else 0
     if as_json:
-        click.echo(json.dumps({"ladder": spec.name, "steps": rows}, indent=2, default=str))
-        return 0
+        click.echo(json.dumps({"ladder": spec.name, "failed": failed, "steps": rows}, indent=2, default=str))
+        return code
     table = Table(title=f"status: {spec.name}")
     for col in ("step", "status", "progress", "loss", "start", "end", "path"):
         table.add_column(col, overflow="fold")
@@ -271,8 +214,10 @@ def status(spec_path, root, as_json, overrides):
         loss = r.get("loss")
         table.add_row(r["step"], r["status"] + (f" ({r['note']})" if r.get("note") else ""), done, f"{loss:.4f}" if isinstance(loss, float) else "",
                       _when(r.get("start")), _when(r.get("end")), r["path"])
-    Console(width=200).print(table)
-    return 0
+    Console(width=table_width()).print(table)
+    if check and failed:
+        click.echo(f"failed: {', '.join(failed)}", err=True)
+    return code
 
 
 def _when(epoch) -> str:
@@ -283,13 +228,17 @@ def _when(epoch) -> str:
     return datetime.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder train experiments/tiny.py rung_1",
+    "ladder train experiments/smoke.py rung_1 --steps 20 --json",
+))
 @spec_argument
 @click.argument("rung_name", metavar="RUNG")
 @root_option
 @click.option("--steps", type=int, default=None, callback=_positive, help="Stop after N optimizer steps.")
+@json_option
 @set_option
-def train(spec_path, rung_name, root, steps, overrides):
+def train(spec_path, rung_name, root, steps, as_json, overrides):
     """Train one rung alone, outside the DAG, with the same outputs (<root>/<ladder>/train-<rung>)."""
     from ladder import stages
 
@@ -298,7 +247,12 @@ def train(spec_path, rung_name, root, steps, overrides):
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
     result = stages.train_alone(spec, rung_name, max_steps=steps)
-    click.echo(json.dumps({k: v for k, v in result.items() if not isinstance(v, list | dict)}, indent=2, default=str))
+    flat = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
+    if as_json:
+        click.echo(json.dumps(flat, indent=2, default=str))
+    else:
+        for k, v in flat.items():
+            click.echo(f"{k}: {v}")
     return 0 if result.get("status") == "SUCCESS" else EXIT_FAILED
 
 
@@ -313,7 +267,10 @@ def _numbers(kind):
     return parse
 
 
-@main.command()
+@main.command(epilog=example(
+    "ladder sweep experiments/tiny.py --rungs rung_1,rung_3,rung_5 --lr 0.5,0.71,1,1.41,2",
+    "ladder sweep experiments/tiny.py --rungs rung_1,rung_3 --batch 16,32 --dry-run --json",
+))
 @spec_argument
 @click.option("--rungs", "rung_names", required=True, help="Comma-separated rungs to sweep, e.g. rung_1,rung_3,rung_5.")
 @click.option("--lr", "lr_mults", default="0.5,0.71,1,1.41,2", show_default=True, callback=_numbers(float),
@@ -321,7 +278,7 @@ def _numbers(kind):
 @click.option("--batch", "batches", default=None, callback=_numbers(int),
               help="Batch sizes in sequences to cross with --lr (default: each rung's own).")
 @root_option
-@click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")
+@address_option
 @click.option("--dry-run", is_flag=True, help="Print the sweep's steps and run nothing.")
 @click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N runs at once.")
 @json_option
@@ -333,13 +290,18 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
     spec = _spec(spec_path, overrides, root)
     runs = sweep_lib.sweep_runs(spec, [n.strip() for n in rung_names.split(",") if n.strip()], lr_mults, batches)
     if dry_run:
-        for e in sweep_lib.plan_sweep(spec, runs):
+        entries = sweep_lib.plan_sweep(spec, runs)
+        if as_json:
+            click.echo(json.dumps({"ladder": spec.name, "steps": [
+                {"step": e.name, "action": e.action, "reason": e.reason, "path": e.path} for e in entries]}, indent=2))
+            return 0
+        for e in entries:
             click.echo(f"{e.name:<24} {e.action:<5} {e.path}")
         return 0
     summary = sweep_lib.run_sweep(spec, runs, address=address or os.environ.get("RAY_ADDRESS"),
                                   max_concurrent=max_concurrent, show_progress=True)
     if not summary.ok:
-        return _finish(sweep_lib.sweep_spec(spec), summary)
+        return _finish(sweep_lib.sweep_spec(spec), summary, as_json)
     out, rule = sweep_lib.sweep_result(spec, runs)
     if as_json:
         click.echo(json.dumps({"dir": out, **rule}))
@@ -359,12 +321,16 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
     return 0
 
 
-@main.command("import-results")
+@main.command("import-results", epilog=example(
+    "ladder import-results experiments/marin_moe_535b.py rungs.csv",
+    "ladder import-results experiments/marin_moe_535b.py rungs.csv --root runs --json",
+))
 @spec_argument
 @click.argument("results_csv", metavar="RESULTS.csv", type=click.Path(dir_okay=False))
 @root_option
+@json_option
 @set_option
-def import_results(spec_path, results_csv, root, overrides):
+def import_results(spec_path, results_csv, root, as_json, overrides):
     """Record runs trained elsewhere (rungs or the hero), so fit, predict, gate and report run without training.
 
     RESULTS.csv: finals, with columns `name` (a rung or the hero) and `loss` (final eval loss), optional
@@ -385,14 +351,21 @@ def import_results(spec_path, results_csv, root, overrides):
     path = stages.write_imported(spec, frame)
     kind = "curves" if "step" in frame.columns else "results"
     counts = frame.groupby("name", sort=False).size()
-    click.echo(f"recorded {kind} for {len(counts)} runs ({len(frame)} rows) of {spec.name} in {path}; "
-               f"now run: ladder submit {spec_path}")
+    partial = {}
     for name in counts.index:
         record = imported.records(spec)[name]
         if "curve" in record:
             result, _ = imported.result_for(spec.rung(name), record)
             if result.get("partial"):
-                click.echo(f"  {name}: {result['note']}")
+                partial[str(name)] = result["note"]
+    if as_json:
+        click.echo(json.dumps({"ladder": spec.name, "path": str(path), "kind": kind, "n_rows": len(frame),
+                               "names": [str(n) for n in counts.index], "partial": partial}))
+        return 0
+    click.echo(f"recorded {kind} for {len(counts)} runs ({len(frame)} rows) of {spec.name} in {path}; "
+               f"now run: ladder submit {spec_path}")
+    for name, note in partial.items():
+        click.echo(f"  {name}: {note}")
     return 0
 
 
@@ -400,7 +373,7 @@ def _register_optional() -> None:
     """Commands that live beside their subsystem (fits, publish) register themselves here."""
     import importlib
 
-    for module in ("ladder.fits_cli", "ladder.publish.cli"):
+    for module in ("ladder.fits_cli", "ladder.cli_extra", "ladder.cli_export", "ladder.publish.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

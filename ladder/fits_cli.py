@@ -1,18 +1,24 @@
-"""`ladder fit`, `predict`, `curve-fit`, `curve-predict`, `fit-rule`: the fits library on CSVs.
+"""`ladder fit` and `ladder predict`: the fits library's point laws on CSVs (the curve commands and
+`fit-rule` are in fits_cli_curves). Part of the base install: numpy, scipy, pandas and click only.
 
 Bad input (a missing column, a non-positive or NaN value, too few points, an unreadable file, a
 bad option) is one line on stderr naming the file, column or field and the fix, exit code 2, and
-nothing written. Only this module imports both ladder and fits; fits never imports ladder.
+nothing written. Only these modules import both ladder and fits; fits never imports ladder.
+
+Intervals: a fit with --bootstrap is also calibrated by default (nested backtests measure how
+the error grows beyond the data, fits.calibrate), so the band `predict` prints is the calibrated
+one; every band says how it was made (fits.uncertainty.band_method).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
 import click
-import numpy as np
-import pandas as pd
+
+from ladder.cli_options import example, json_option, level_option
 
 EXIT_BAD_INPUT = 2
 
@@ -26,9 +32,8 @@ class FitsInputError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
-def _input_errors(fn):
-    """Run a command body, turning the library's InputError/ValueError into one line and exit 2."""
-    import functools
+def input_errors(fn):
+    """Run a command body, turning the library's InputError into one line and exit 2."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -41,57 +46,54 @@ def _input_errors(fn):
     return wrapper
 
 
-def _level(ctx, param, value):
-    if value is not None and not (0.0 < value < 1.0):
-        raise click.BadParameter(f"{value} is not a probability; give a level in (0, 1), e.g. 0.9")
-    return value
-
-
-@click.command("fit")
+@click.command("fit", epilog=example(
+    "ladder fit runs.csv                                   # Chinchilla L(N, D), point estimates",
+    "ladder fit runs.csv --bootstrap 200 --out fit.json    # + calibrated intervals, for `ladder predict`",
+    "ladder fit runs.csv --law compute --pin-E 1.7 --json",
+))
 @click.argument("runs_csv", metavar="RUNS.csv", type=click.Path(dir_okay=False))
 @click.option("--law", type=click.Choice(["chinchilla", "compute", "isoflop"]), default="chinchilla",
               show_default=True, help="Chinchilla L(N, D), compute L(C), or isoFLOP (Approach 2).")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=2), default=None,
-              help="Resample the runs N times and refit, for percentile intervals.")
+              help="Resample the runs N times and refit, for intervals (calibrated unless --no-calibrate).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
 @click.option("--pin-E", "pin_e", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Fix the asymptote E of the compute law.")
-@click.option("--calibrate", is_flag=True,
-              help="Measure extrapolation error with nested backtests and widen predicted bands by it.")
-@click.option("--json", "as_json", is_flag=True, help="Print the fit as one JSON object.")
+@click.option("--calibrate/--no-calibrate", default=None,
+              help="Measure extrapolation error with nested backtests and widen predicted bands by it "
+                   "[default: on with --bootstrap, where the runs allow it].")
+@level_option
+@json_option
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write FIT.json here.")
-@_input_errors
-def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, as_json, out):
+@input_errors
+def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, level, as_json, out):
     """Fit a scaling law to RUNS.csv (columns params, tokens, loss; optional flops, active_params)."""
     import fits
-    from fits.io import InputError, read_runs, write_text_atomic
-    from fits.runs import MIN_POINTS
+    from fits.io import InputError, write_text_atomic
+    from fits.uncertainty import band_method
 
     if pin_e is not None and law != "compute":
         raise InputError("--pin-E applies to --law compute only; drop it or use --law compute")
-    runs = read_runs(runs_csv, min_points=MIN_POINTS[law] if pin_e is None else 2)
+    runs = fits.read_runs(runs_csv, min_points=_min_points(law, pin_e))
     try:
         res = fits.fit(runs, law, pin_E=pin_e)
         if n_boot:
-            res = fits.bootstrap(runs, law, n_resamples=n_boot, seed=seed, base=res)
-        if calibrate:
-            res = fits.calibrate(res, runs)
+            res = fits.bootstrap(runs, law, n_resamples=n_boot, seed=seed, base=res, level=level)
     except ValueError as exc:  # the data cannot support this law (too few budgets, pinned E too high)
         raise InputError(f"{runs_csv}: {exc}") from exc
+    res = _calibrated(res, runs, runs_csv, explicit=calibrate, wanted=calibrate or (calibrate is None and n_boot))
     if out:
         write_text_atomic(out, res.to_json())
     if as_json:
         d = res.to_dict()
         d.pop("samples", None)  # kept in FIT.json; too long for a terminal
         d["n_samples"] = len(next(iter(res.samples.values()))) if res.samples else 0
+        d["level"] = level
+        d["band"] = band_method(res)
+        d["out"] = out
         click.echo(json.dumps(d))
         return
-    click.echo(f"law: {res.law}   points: {res.n_points}   starts: {res.n_starts}   "
-               f"objective: {res.objective:.7e}   converged: {res.converged}")
-    for k, v in res.params.items():
-        ci = res.ci.get(k) if res.ci else None
-        band = f"   95% [{ci[0]:.6g}, {ci[1]:.6g}]" if ci else ""
-        click.echo(f"  {k:>6} = {v:.6g}{band}")
+    click.echo(res.summary())
     if res.calibration:
         c = res.calibration
         click.echo(f"calibration: {c['per_decade']:.4f} log-loss per decade beyond the data, "
@@ -100,26 +102,88 @@ def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, as_json, out):
         click.echo(f"wrote {out}")
 
 
-@click.command("predict")
+def _min_points(law: str, pin_e) -> int:
+    from fits.runs import MIN_POINTS
+
+    return MIN_POINTS[law] if pin_e is None else 2
+
+
+def _calibrated(res, runs, runs_csv, *, explicit, wanted):
+    """The fit with its extrapolation calibration when one is wanted. Asked for by name, a
+    calibration the runs cannot support is an error; by default it is a note kept in the fit."""
+    import fits
+    from fits.io import InputError
+
+    if not wanted:
+        return res
+    try:
+        return fits.calibrate(res, runs)
+    except ValueError as exc:
+        if explicit:
+            raise InputError(f"{runs_csv}: {exc}") from exc
+        reason = f"not calibrated: {exc}"
+        click.echo(f"note: bands are bootstrap only, {reason}", err=True)
+        return res.with_(diagnostics={**res.diagnostics, "uncalibrated": reason})
+
+
+@click.command("predict", epilog=example(
+    "ladder predict fit.json --params 7e10 --tokens 1.4e12",
+    "ladder predict fit.json --points high.csv --level 0.9 --out pred.csv",
+    "ladder predict fit.json --flops 1e24 --json              # compute or isoflop fits",
+))
 @click.argument("fit_json", metavar="FIT.json", type=click.Path(dir_okay=False))
 @click.option("--params", "n_params", type=float, default=None, help="Parameters N of one point.")
 @click.option("--tokens", type=float, default=None, help="Tokens D of one point.")
 @click.option("--flops", type=float, default=None, help="Compute C of one point (compute/isoflop laws).")
 @click.option("--points", type=click.Path(dir_okay=False), default=None,
               help="POINTS.csv with params and tokens (and optionally flops) columns.")
-@click.option("--level", type=float, default=0.9, show_default=True, callback=_level,
-              help="Probability of the interval.")
-@click.option("--json", "as_json", is_flag=True, help="Print predictions as JSON.")
+@level_option
+@json_option
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write PRED.csv here.")
-@_input_errors
+@input_errors
 def predict_cmd(fit_json, n_params, tokens, flops, points, level, as_json, out):
-    """Predicted loss with the interval at --level, at one point or at each row of POINTS.csv."""
-    from fits.io import InputError, read_fit, read_points, write_csv_atomic
-    from fits.uncertainty import prediction_band
+    """Predicted loss with its interval at --level (calibrated when the fit is), at one point or at
+    each row of POINTS.csv; says how the interval was made."""
+    from fits.io import InputError, read_fit, write_csv_atomic
+    from fits.uncertainty import band_method, decades_beyond, prediction_band
 
     res = read_fit(fit_json)
     if res.law not in ("chinchilla", "compute", "isoflop"):
         raise InputError(f"{fit_json}: a '{res.law}' fit predicts whole curves; use `ladder curve-predict`")
+    pts = _points(res, n_params, tokens, flops, points)
+    method = band_method(res)
+    band = prediction_band(res, pts, level)
+    table = pts.copy()
+    table["loss"] = band["loss"].to_numpy()
+    no_band = method["kind"] == "none"
+    # A bare fit has no interval: empty cells, not a zero-width band that reads as certainty.
+    table["lower"] = float("nan") if no_band else band["lower"].to_numpy()
+    table["upper"] = float("nan") if no_band else band["upper"].to_numpy()
+    if "max_flops" in res.config:
+        table["decades_beyond"] = decades_beyond(table, res.config["max_flops"])
+    if out:
+        write_csv_atomic(out, table)
+    if as_json:
+        records = json.loads(table.to_json(orient="records"))
+        click.echo(json.dumps({"fit": str(fit_json), "law": res.law, "level": level, "interval": method,
+                               "predictions": records, "out": out}))
+        return
+    if out:
+        click.echo(f"wrote {out} ({len(table)} rows)")
+    else:
+        for _, r in table.iterrows():
+            interval = "(no interval)" if no_band else f"[{r['lower']:.4f}, {r['upper']:.4f}] at {level:.0%}"
+            at = [f"{k} {r[k]:.4g}" for k in ("params", "tokens", "flops") if math.isfinite(r[k])]
+            click.echo(f"loss {r['loss']:.4f}  {interval}  ({', '.join(at)})")
+    click.echo(f"interval: {method['text']}" + ("; refit with --bootstrap N for one" if no_band else ""))
+
+
+def _points(res, n_params, tokens, flops, points):
+    import numpy as np
+    import pandas as pd
+
+    from fits.io import InputError, read_points
+
     single = n_params is not None or tokens is not None or flops is not None
     if points and single:
         raise InputError("give either --points POINTS.csv or --params/--tokens, not both")
@@ -142,122 +206,12 @@ def predict_cmd(fit_json, n_params, tokens, flops, points, level, as_json, out):
             pts["flops"] = flops
     if "flops" not in pts.columns:
         pts["flops"] = 6.0 * pts["params"] * pts["tokens"]
-    band = prediction_band(res, pts, level)
-    table = pts.copy()
-    for c in ("loss", "lower", "upper"):
-        table[c] = band[c].to_numpy()
-    if not res.samples and not res.calibration:
-        click.echo("note: the fit has no bootstrap or calibration, so lower = upper = loss; "
-                   "refit with --bootstrap N or --calibrate", err=True)
-    if out:
-        write_csv_atomic(out, table)
-    if as_json:
-        recs = json.loads(table.assign(level=level).to_json(orient="records"))
-        click.echo(json.dumps(recs[0] if not points else recs))
-    elif not out:
-        for _, r in table.iterrows():
-            click.echo(f"loss {r['loss']:.4f}  [{r['lower']:.4f}, {r['upper']:.4f}] at {level:.0%}"
-                       f"  (params {r['params']:.4g}, tokens {r['tokens']:.4g}, flops {r['flops']:.4g})")
-    else:
-        click.echo(f"wrote {out} ({len(table)} rows)")
-
-
-@click.command("curve-fit")
-@click.argument("curves", metavar="CURVE.csv...", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--law", type=click.Choice(["multipower", "tissue"]), default="multipower", show_default=True,
-              help="Multi-Power Law (Luo et al. 2025) or the LR-annealing law (Tissue et al. 2024).")
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Write FIT.json here.")
-@click.option("--json", "as_json", is_flag=True, help="Print the fit as one JSON object.")
-@_input_errors
-def curve_fit_cmd(curves, law, out, as_json):
-    """Fit a whole-curve law to one or more CURVE.csv files (columns step, lr, loss)."""
-    from fits.curves import MIN_POINTS, fit_curves
-    from fits.io import InputError, read_curve, write_text_atomic
-
-    frames = [read_curve(p, need_loss=True) for p in curves]
-    total = sum(len(f) for f in frames)
-    if total < MIN_POINTS[law]:
-        raise InputError(f"{', '.join(curves)}: {total} points in all but the {law} law needs at least "
-                         f"{MIN_POINTS[law]}; log the loss at more steps")
-    try:
-        res = fit_curves(frames, law=law, names=list(curves))
-    except ValueError as exc:
-        raise InputError(f"{', '.join(curves)}: {exc}") from exc
-    write_text_atomic(out, res.to_json())
-    if as_json:
-        click.echo(res.to_json(indent=None))
-        return
-    click.echo(f"law: {res.law}   curves: {len(frames)}   points: {res.n_points}   objective: {res.objective:.6e}")
-    for k, v in res.params.items():
-        click.echo(f"  {k:>6} = {v:.6g}")
-    click.echo(f"wrote {out}")
-
-
-@click.command("curve-predict")
-@click.argument("fit_json", metavar="FIT.json", type=click.Path(dir_okay=False))
-@click.argument("schedule", metavar="SCHEDULE.csv", type=click.Path(dir_okay=False))
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write PRED.csv here.")
-@_input_errors
-def curve_predict_cmd(fit_json, schedule, out):
-    """The loss curve a curve fit predicts for SCHEDULE.csv (columns step, lr)."""
-    from fits.curves import predict_schedule
-    from fits.io import InputError, read_curve, read_fit, write_csv_atomic
-
-    res = read_fit(fit_json)
-    if res.law not in ("multipower", "tissue"):
-        raise InputError(f"{fit_json}: a '{res.law}' fit is not a curve law; use `ladder predict`, "
-                         "or fit curves with `ladder curve-fit`")
-    sched = read_curve(schedule, need_loss=False)
-    table = sched.copy()
-    table["loss"] = predict_schedule(res, sched)
-    if out:
-        write_csv_atomic(out, table)
-        click.echo(f"wrote {out} ({len(table)} rows)")
-    else:
-        click.echo(table.to_csv(index=False), nl=False)
-
-
-@click.command("fit-rule")
-@click.argument("sweep_csv", metavar="SWEEP.csv", type=click.Path(dir_okay=False))
-@click.option("--x", "x_col", default="lr", show_default=True, help="The swept hyperparameter's column.")
-@click.option("--budget", "budget_col", default="flops", show_default=True,
-              help="The budget column the rule is a power law in (flops, or params for a rule in N).")
-@click.option("--loss", "loss_col", default="final_eval_loss", show_default=True, help="The loss column.")
-@click.option("--where", "where", multiple=True, metavar="COL=VALUE",
-              help="Keep only rows whose COL equals VALUE (repeatable), e.g. --where sweep=lr.")
-@click.option("--json", "as_json", is_flag=True, help="Print the rule as one JSON object.")
-@_input_errors
-def fit_rule_cmd(sweep_csv, x_col, budget_col, loss_col, where, as_json):
-    """Fit x_opt = coef * budget^exponent from a hyperparameter sweep (one row per run)."""
-    from fits.hparams import fit_rule
-    from fits.io import InputError, positive_column, read_table, require_columns
-
-    df = read_table(sweep_csv, "sweep CSV")
-    require_columns(df, (x_col, budget_col, loss_col), sweep_csv)
-    for cond in where:
-        col, sep, value = cond.partition("=")
-        if not sep:
-            raise InputError(f"--where {cond!r}: write it as COL=VALUE, e.g. --where sweep=lr")
-        require_columns(df, (col,), sweep_csv)
-        df = df[df[col].astype(str) == value]
-    if df.empty:
-        raise InputError(f"{sweep_csv}: no rows left after --where {' '.join(where)}; check the values")
-    rule = fit_rule(positive_column(df, budget_col, sweep_csv), positive_column(df, x_col, sweep_csv),
-                    pd.to_numeric(df[loss_col], errors="coerce").to_numpy(dtype=float))
-    if as_json:
-        click.echo(json.dumps(rule.to_dict()))
-        return
-    click.echo(f"{x_col}_opt = {rule.coef:.4g} * {budget_col}^{rule.exponent:.4f}")
-    for name, value in (("coef", rule.coef), ("exponent", rule.exponent)):
-        band = f"   90% [{rule.ci[name][0]:.4g}, {rule.ci[name][1]:.4g}]" if name in rule.ci else ""
-        click.echo(f"  {name:<8} = {value:.6g}{band}")
-    for o in rule.optima:
-        where_ = "edge of the sweep: a bound, left out of the fit" if o.at_edge else f"rule {float(rule(o.budget)):.4g}"
-        click.echo(f"  {budget_col} {o.budget:.4g}: {x_col}_opt {o.x_opt:.4g}, loss {o.loss_opt:.4f} "
-                   f"({o.n_values} values; {where_})")
+    return pts
 
 
 def register(group: click.Group) -> None:
     """Add the fits commands to the `ladder` group."""
-    for cmd in (fit_cmd, predict_cmd, curve_fit_cmd, curve_predict_cmd, fit_rule_cmd):
+    from ladder import fits_cli_curves
+
+    for cmd in (fit_cmd, predict_cmd, *fits_cli_curves.COMMANDS):
         group.add_command(cmd)

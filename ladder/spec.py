@@ -337,6 +337,8 @@ class WandbSpec:
     mode: str = "auto"  # auto: online when logged in, else offline
     entity: str | None = None
     project: str | None = None
+    tags: tuple[str, ...] = ()  # W&B tags on every run of the ladder (and its ladder-level run)
+    notes: str = ""  # W&B notes (the run description) on every run of the ladder
 
 
 @dataclass(frozen=True)
@@ -621,6 +623,9 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)
     _number_in(problems, "gate.max_interval_width", spec.gate.max_interval_width, 0, 100, lo_open=True)
     _choice(problems, "wandb.mode", spec.wandb.mode, WANDB_MODES)
+    if not (isinstance(spec.wandb.tags, tuple | list) and all(isinstance(t, str) and t for t in spec.wandb.tags)):
+        problems.append(f"wandb.tags: {spec.wandb.tags!r} must be a tuple of non-empty strings, e.g. ('marin', 'moe')")
+    _check_type(problems, "wandb.notes", spec.wandb.notes, (str,), "a string")
     _check_type(problems, "seed", spec.seed, (int,), "an integer")
     _check_type(problems, "root", spec.root, (str,), "a path or URL")
     if problems:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ladder.cli_options import example
+
 
 class BadInput(click.ClickException):
     """A user mistake: the ladder group prints one line and exits 2."""
@@ -31,9 +33,13 @@ def register(group: click.Group) -> None:
 
 def _report_command() -> click.Command:
     # ladder.cli registers this module after defining its options and spec loader
-    from ladder.cli import EXIT_FAILED, _spec, json_option, root_option, set_option, spec_argument
+    from ladder.cli_base import EXIT_FAILED, _spec, set_option, spec_argument
+    from ladder.cli_options import json_option, root_option
 
-    @click.command()
+    @click.command(epilog=example(
+        "ladder report experiments/tiny.py",
+        "ladder report experiments/marin_moe_535b.py --json",
+    ))
     @spec_argument
     @root_option
     @json_option
@@ -70,8 +76,9 @@ def _has_outputs(spec) -> bool:
                if name != "report" for f in (layout.STATUS, layout.RESULT))
 
 
-@click.command()
-@click.option("--root", default=None, help="Ladder root to show (default: LADDER_ROOT, else ./runs).")
+@click.command(epilog=example("ladder dashboard --root runs", "ladder dashboard --root runs --port 0 --verbose"))
+@click.option("--root", default=None, envvar="LADDER_ROOT", show_envvar=True,
+              help="Ladder root to show (default: LADDER_ROOT, else ./runs).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback exposes the (read-only) dashboard to the network.")
 @click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
@@ -102,7 +109,10 @@ def dashboard(root, host, port, verbose):
     return 0
 
 
-@click.command("import-wandb")
+@click.command("import-wandb", epilog=example(
+    "ladder import-wandb my-team/marin/abc123 --as hero_actual --root runs",
+    "ladder import-wandb ent/proj/run --as ref --from-csv history.csv --keys train/loss=loss --json",
+))
 @click.argument("run_path", metavar="ENTITY/PROJECT/RUN_ID")
 @click.option("--as", "name", required=True, help="Name to show the run under (letters, digits, _ . -).")
 @click.option("--keys", multiple=True, metavar="KEY[=NAME]",
@@ -113,10 +123,12 @@ def dashboard(root, host, port, verbose):
 @click.option("--metric", default=None, metavar="NAME",
               help="The metric to import as the loss: a history key (e.g. eval/paloma/macro_loss), or, for a CSV "
                    "with a 'metric' column naming each row's metric, that name (required when it holds several).")
-@click.option("--root", default=None, help="Ladder root (default: LADDER_ROOT, else ./runs).")
+@click.option("--root", default=None, envvar="LADDER_ROOT", show_envvar=True,
+              help="Ladder root (default: LADDER_ROOT, else ./runs).")
 @click.option("--ladder", "ladder_name", default=None,
               help="Ladder to attach the run to (default: the only ladder under the root).")
-def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name):
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name, as_json):
     """Import a W&B run's history as an actual curve the dashboard and report overlay."""
     from ladder.publish.wandb_import import ImportErrorLine, import_run
 
@@ -125,5 +137,8 @@ def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name):
                             from_csv=from_csv, metric=metric)
     except ImportErrorLine as exc:
         raise BadInput(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"run": run_path, "name": name, "metric": metric, "rows": n, "path": str(out)}))
+        return 0
     click.echo(f"imported {n} rows of {run_path}{f' ({metric})' if metric else ''} as {name}: {out}")
     return 0

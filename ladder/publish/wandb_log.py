@@ -109,7 +109,7 @@ class WandbCallback:
 
     def __init__(self, *, root: str | Path, ladder: str, step_name: str, config: dict | None = None,
                  mode: str = "offline", entity: str | None = None, project: str | None = None,
-                 job_type: str = "train", salt: str = "", tags: tuple[str, ...] = ()):
+                 job_type: str = "train", salt: str = "", tags: tuple[str, ...] = (), notes: str = ""):
         self.root = str(root)
         self.ladder = ladder
         self.step_name = step_name
@@ -120,6 +120,7 @@ class WandbCallback:
         self.job_type = job_type
         self.salt = salt
         self.tags = tuple(tags)
+        self.notes = notes
         self._run = None
         self._failed = False
         self._last_step = -1
@@ -144,7 +145,7 @@ class WandbCallback:
                 project=self.project, entity=self.entity, group=self.ladder, name=self.step_name,
                 job_type=self.job_type, config=self.config, dir=str(base), mode=self.mode,
                 id=run_id(self.ladder, self.step_name, self.salt), resume="allow", reinit="create_new",
-                tags=list(self.tags) or None,
+                tags=list(self.tags) or None, notes=self.notes or None,
                 settings=wandb.Settings(console="off", silent=True, x_disable_stats=True, save_code=False),
             )
         except Exception as exc:  # W&B is a mirror: warn once, keep training
@@ -236,11 +237,13 @@ def make_callback(spec: Any, step_name: str, root: str | Path | None = None, mod
         root=root or spec.root, ladder=spec.name, step_name=step_name, config=spec_config(spec, step_name),
         mode=resolved, entity=getattr(wb, "entity", None) or os.environ.get("WANDB_ENTITY"),
         project=getattr(wb, "project", None) or os.environ.get("WANDB_PROJECT"), salt=salt,
+        tags=tuple(getattr(wb, "tags", ()) or ()), notes=getattr(wb, "notes", "") or "",
     )
 
 
 def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | None = None,
-                   entity: str | None = None, project: str | None = None) -> str | None:
+                   entity: str | None = None, project: str | None = None, tags: tuple[str, ...] = (),
+                   notes: str = "") -> str | None:
     """Log the ladder-level run: fit, predict and report tables (and a loss-vs-compute plot).
 
     Reads whatever the fit/predict/gate/report steps have written under ``<root>/<ladder>``; call it
@@ -265,6 +268,7 @@ def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | 
             group=ladder, name=f"{ladder}-ladder", job_type="ladder", dir=str(base), mode=resolved,
             config=spec_config(spec) if spec is not None else {"ladder": ladder},
             id=run_id(ladder, "__ladder__"), resume="allow", reinit="create_new",
+            tags=list(tags or getattr(wb, "tags", ()) or ()) or None, notes=notes or getattr(wb, "notes", "") or None,
             settings=wandb.Settings(console="off", silent=True, x_disable_stats=True, save_code=False),
         )
     except Exception as exc:
@@ -409,7 +413,8 @@ def training_callbacks(config: dict, ctx) -> list:
     return [WandbCallback(root=root, ladder=ladder, step_name=name, config=_plain(cfg), mode=mode,
                           entity=wb.get("entity") or os.environ.get("WANDB_ENTITY"),
                           project=wb.get("project") or os.environ.get("WANDB_PROJECT"),
-                          job_type=str(config.get("role") or "train"), salt=str(getattr(ctx, "hash", "") or ""))]
+                          job_type=str(config.get("role") or "train"), salt=str(getattr(ctx, "hash", "") or ""),
+                          tags=tuple(wb.get("tags") or ()), notes=wb.get("notes") or "")]
 
 
 def log_ladder_step(config: dict, ctx) -> str | None:
@@ -421,4 +426,4 @@ def log_ladder_step(config: dict, ctx) -> str | None:
         return None
     root, ladder = _local_root(ctx)
     return log_ladder_run(root, config.get("ladder") or ladder, mode=mode, entity=wb.get("entity"),
-                          project=wb.get("project"))
+                          project=wb.get("project"), tags=tuple(wb.get("tags") or ()), notes=wb.get("notes") or "")
