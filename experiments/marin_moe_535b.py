@@ -87,7 +87,9 @@ LADDER = LadderSpec(
              "d6144, 48 layers, 22.76B active / 535.3B total, 18.0T tokens (Marin's hero)"),
     # Marin trained on its own tokenized mixture; point this at yours to train (not needed to plan or predict).
     data=DataSpec(domains=(DomainSpec("pretraining_mix", "gs://your-bucket/tokenized/pretraining_mix", 1.0),)),
-    fit=FitSpec(law="compute", curve_law="none", bootstrap=200, baseline="marin",
+    # The final-loss law sees only the three complete rungs (3 points, 3 parameters): a side figure here, so a
+    # short bootstrap; the forecast is the curve law's (fit.curve_fit="auto" on the imported curves).
+    fit=FitSpec(law="compute", curve_law="none", bootstrap=50, baseline="marin",
                 baseline_flops_per_step=MARIN_FLOPS_PER_STEP),
     gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.10),
     wandb=WandbSpec(entity="marin-community", project="marin_moe"),
