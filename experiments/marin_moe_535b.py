@@ -16,8 +16,8 @@ Ours counts the RMSNorm scales too (Marin's formula does not): +0.02% or less. F
 ours (spec.py) adds the lm_head's 6 d V per token and attention's 12 L T d; Marin's compute
 (levanter's analytic count with the lm_head term removed) is given below per step, and `ladder plan`
 shows both. Marin's rung learning rates were computed at launch and are not recorded; the Adam LR
-here is the hero's (0.000759) and is not used: nothing here trains (the trainer does not build
-grouped-query attention or latent experts).
+here is the hero's (0.000759). The trainer builds these shapes (grouped-query attention, latent
+experts), but nothing here trains at this scale: the rungs and the hero are imported.
 
 To forecast from the recorded curves, with no training and no network:
 
