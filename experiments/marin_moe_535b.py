@@ -16,8 +16,8 @@ Ours counts the RMSNorm scales too (Marin's formula does not): +0.02% or less. F
 ours (spec.py) adds the lm_head's 6 d V per token and attention's 12 L T d; Marin's compute
 (levanter's analytic count with the lm_head term removed) is given below per step, and `ladder plan`
 shows both. Marin's rung learning rates were computed at launch and are not recorded; the Adam LR
-here is the hero's (0.000759) and is not used: nothing here trains (the trainer does not build
-grouped-query attention or latent experts).
+here is the hero's (0.000759). The trainer builds these shapes (grouped-query attention, latent
+experts), but nothing here trains at this scale: the rungs and the hero are imported.
 
 To forecast from the recorded curves, with no training and no network:
 
@@ -87,7 +87,9 @@ LADDER = LadderSpec(
              "d6144, 48 layers, 22.76B active / 535.3B total, 18.0T tokens (Marin's hero)"),
     # Marin trained on its own tokenized mixture; point this at yours to train (not needed to plan or predict).
     data=DataSpec(domains=(DomainSpec("pretraining_mix", "gs://your-bucket/tokenized/pretraining_mix", 1.0),)),
-    fit=FitSpec(law="compute", curve_law="none", bootstrap=200, baseline="marin",
+    # The final-loss law sees only the three complete rungs (3 points, 3 parameters): a side figure here, so a
+    # short bootstrap; the forecast is the curve law's (fit.curve_fit="auto" on the imported curves).
+    fit=FitSpec(law="compute", curve_law="none", bootstrap=50, baseline="marin",
                 baseline_flops_per_step=MARIN_FLOPS_PER_STEP),
     gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.10),
     wandb=WandbSpec(entity="marin-community", project="marin_moe"),

@@ -68,3 +68,13 @@ def marin_forecast(curves: pd.DataFrame, steps: dict[str, int], flops_per_step: 
                      "A": float(np.exp(f["log_A"])), "alpha": float(f["alpha"]),
                      "runs": ",".join(f"{k}:{v}" for k, v in status.items())})
     return pd.DataFrame(rows)
+
+
+def reference_points(curves: pd.DataFrame, rungs: pd.DataFrame) -> pd.DataFrame:
+    """Progress points (fits.progress_eval.Axis) of the reference rung curves on Marin's compute.
+
+    curves: the reference rung_curves.csv (rung, step, frac, frac_snap, loss); rungs: rungs.csv.
+    """
+    total = dict(zip(rungs["rung"], rungs["flops_per_step_marin"] * rungs["steps"], strict=True))
+    pts = curves.rename(columns={"rung": "run"}).assign(total_flops=lambda f: f["run"].map(total))
+    return pts.assign(flops=pts["total_flops"] * pts["frac"])[["run", "step", "frac", "frac_snap", "flops", "total_flops", "loss"]]

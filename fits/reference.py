@@ -98,3 +98,32 @@ def olmo_target(column: str = OLMO_C4) -> dict:
     df = pd.read_csv(_dir() / "olmo_ladder" / "peteish13_eval_final.csv", usecols=["_step", column]).dropna()
     return {"params": float(meta["n"]), "tokens": 5e12, "loss": float(df[column].iloc[-1]),
             "paper_prediction": 2.344, "paper_rel_err": -0.038}
+
+
+MARIN_DIR = "marin_moe_535b"
+MARIN_HERO_METRIC = "eval_dropless/paloma/macro_loss"
+
+
+def marin_rungs() -> pd.DataFrame:
+    """Marin's four rungs: shape, steps, batch, Marin's compute, last recorded loss, finished."""
+    return pd.read_csv(_dir() / MARIN_DIR / "rungs.csv")
+
+
+def marin_hero_spec() -> pd.Series:
+    return pd.read_csv(_dir() / MARIN_DIR / "hero_spec.csv").iloc[0]
+
+
+def marin_rung_curves() -> pd.DataFrame:
+    """Every rung eval point: rung, step, tokens, frac, frac_snap, loss (dropless Paloma macro loss)."""
+    return pd.read_csv(_dir() / MARIN_DIR / "rung_curves.csv")
+
+
+def marin_prediction() -> pd.DataFrame:
+    """Marin's own per-5% forecast of the hero (the baseline to reproduce and to beat)."""
+    return pd.read_csv(_dir() / MARIN_DIR / "marin_prediction.csv")
+
+
+def marin_hero_eval() -> pd.DataFrame:
+    """The hero's recorded dropless eval points (the actuals: read them only after a forecast is fixed)."""
+    frame = pd.read_csv(_dir() / MARIN_DIR / "hero_eval.csv")
+    return frame[frame["metric"] == MARIN_HERO_METRIC].reset_index(drop=True)

@@ -1,15 +1,19 @@
-"""The hero's live forecast: every K steps, refit the prediction with the hero's own partial curve.
+"""The hero's live forecast (heroes trained here): at each snapshot, re-anchor the prediction on the
+hero's own latest eval point.
 
-The prediction written before the hero started (predict/hero_curve.csv) comes from the rungs
-alone. As the hero trains, its own curve says how far it runs from that prediction: each
-snapshot anchors the remaining predicted curve to the hero's observed loss over the most recent
-stretch (a multiplicative correction, fitted in log space) and shrinks the band toward the
-correction's own uncertainty. Each snapshot is kept (forecasts.jsonl + forecasts/<step>.csv), so
-the report shows how the forecast moved; the prediction written before the start is never changed.
+The prediction written before the hero started (predict/hero_curve.csv and its final eval loss in
+prediction.json) comes from the rungs alone. The curve's shape is put on the eval scale by
+rescaling it to end at the predicted final eval loss; each snapshot then multiplies it by the
+hero's latest eval loss over that curve at the same step. Eval points, not train loss through an
+eval/train ratio (which drifts with size): the held-out set is fixed, so the latest eval point is
+the hero's own measurement, and a snapshot at the last step lands on the final eval loss. The band
+left is the prior band's width times the fraction of the run still to go. Each snapshot is kept
+(forecasts.jsonl + forecasts/<step>.csv, in eval loss); the pre-hero prediction is never changed.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -20,38 +24,39 @@ from ladder import layout
 from ladder.spec import RungSpec
 
 
-def anchored_forecast(prior: pd.DataFrame, observed: pd.DataFrame, total_steps: int) -> tuple[pd.DataFrame, dict]:
-    """Correct the prior curve by the hero's observed ratio to it over the last quarter observed.
+def anchored_forecast(prior: pd.DataFrame, predicted_final: float, observed: pd.DataFrame,
+                      total_steps: int) -> tuple[pd.DataFrame, dict]:
+    """Re-anchor the prior curve on the hero's latest eval point.
 
-    prior: step, loss, lower, upper (the pre-hero prediction). observed: step, loss (train loss rows).
-    Returns the refreshed curve (same columns) and a summary (at_step, predicted_final, lower, upper).
+    prior: step, loss, lower, upper (the pre-hero curve, any loss scale); predicted_final: the
+    prediction's final eval loss; observed: step, eval_loss (the hero's evals so far).
+    Returns the refreshed eval-loss curve (step, loss, lower, upper) and a summary.
     """
-    obs = observed.dropna(subset=["loss"]).sort_values("step")
+    obs = observed.dropna(subset=["eval_loss"]).sort_values("step")
     at_step = int(obs["step"].iloc[-1])
-    recent = obs[obs["step"] >= at_step * 0.75]
-    prior_at = np.interp(recent["step"], prior["step"], prior["loss"])
-    log_ratio = np.log(recent["loss"].to_numpy(float)) - np.log(prior_at)
-    shift = float(np.mean(log_ratio))
-    # Per-batch noise of the ratio, shrunk by the number of points; the band keeps at least that.
-    shift_se = float(np.std(log_ratio) / math.sqrt(max(1, len(log_ratio))))
+    scale = predicted_final / float(prior["loss"].iloc[-1])  # the prior's shape on the eval scale
+    expected = float(np.interp(at_step, prior["step"], prior["loss"])) * scale
+    correction = float(obs["eval_loss"].iloc[-1]) / expected
     frac_left = max(0.0, 1.0 - at_step / max(1, total_steps))
-    curve = prior.copy()
-    factor = math.exp(shift)
-    curve["loss"] = prior["loss"] * factor
-    # The prior band covers the whole extrapolation; what is left of it scales with the run still to go.
-    half_lo = (prior["loss"] - prior["lower"]) * factor * frac_left
-    half_hi = (prior["upper"] - prior["loss"]) * factor * frac_left
-    floor = curve["loss"] * (math.exp(2 * shift_se) - 1)
-    curve["lower"] = curve["loss"] - np.maximum(half_lo, floor)
-    curve["upper"] = curve["loss"] + np.maximum(half_hi, floor)
-    final = curve.iloc[-1]
-    summary = {"at_step": at_step, "predicted_final": float(final["loss"]), "lower": float(final["lower"]),
-               "upper": float(final["upper"]), "correction": factor, "method": "anchored on the last 25% observed"}
+    curve = pd.DataFrame({"step": prior["step"]})
+    curve["loss"] = prior["loss"].to_numpy(float) * scale * correction
+    half_lo = (prior["loss"] - prior["lower"]).to_numpy(float) * scale * correction * frac_left
+    half_hi = (prior["upper"] - prior["loss"]).to_numpy(float) * scale * correction * frac_left
+    curve["lower"] = curve["loss"] - half_lo
+    curve["upper"] = curve["loss"] + half_hi
+    if at_step >= total_steps:  # the run is over: its final eval is the answer, not a forecast
+        final, lower, upper = (float(obs["eval_loss"].iloc[-1]),) * 3
+    else:
+        final, lower, upper = (float(curve[c].iloc[-1]) for c in ("loss", "lower", "upper"))
+    summary = {"at_step": at_step, "predicted_final": final, "lower": lower, "upper": upper,
+               "correction": correction, "observed_eval_loss": float(obs["eval_loss"].iloc[-1]),
+               "method": "the prior curve on the eval scale, re-anchored on the hero's latest eval point"}
     return curve, summary
 
 
 class ForecastCallback:
-    """Trainer callback for the hero: a forecast snapshot every ``every`` steps (0: about 8 per run)."""
+    """Trainer callback for the hero: a snapshot at the first eval past every ``every`` steps (0: about
+    8 per run), and one at the final eval."""
 
     def __init__(self, rung: RungSpec, out_dir: str, dep_dirs: dict[str, str], every: int = 0):
         self.out_dir = Path(out_dir)
@@ -61,30 +66,30 @@ class ForecastCallback:
         predict_dir = dep_dirs.get("predict")
         path = Path(predict_dir) / layout.HERO_CURVE if predict_dir else None
         self.prior = pd.read_csv(path) if path is not None and path.exists() else None
+        prediction = layout.read_json(Path(predict_dir) / layout.PREDICTION, {}) if predict_dir else {}
+        self.predicted_final = ((prediction or {}).get("hero") or {}).get("predicted_final_loss")
         done = {r.get("at_step") for r in layout.iter_jsonl(self.out_dir / layout.FORECASTS)}
         self.done = {s for s in done if s is not None}
 
-    def on_step(self, step: int, row: dict) -> None:
-        if "loss" in row and row["loss"] is not None and math.isfinite(row["loss"]):
-            self.rows.append({"step": step, "loss": float(row["loss"])})
-        # Logged steps need not be multiples of `every`: snapshot at the first logged step past each due point.
-        due = (step // self.every) * self.every
-        if self.prior is None or due == 0 or len(self.rows) < 4 or any(due <= s for s in self.done):
+    def on_eval(self, step: int, row: dict) -> None:
+        loss = row.get("eval_loss")
+        if loss is not None and math.isfinite(loss):
+            self.rows.append({"step": step, "eval_loss": float(loss)})
+        if self.prior is None or self.predicted_final is None or not self.rows or step in self.done:
             return
-        self.snapshot(step)
+        due = (step // self.every) * self.every
+        if step >= self.total_steps or (due > 0 and not any(due <= s for s in self.done)):
+            self.snapshot(step)
 
     def snapshot(self, step: int) -> None:
         observed = pd.DataFrame(self.rows)
+        # evals from before a resume are re-read from the eval file so a snapshot sees the whole run
+        earlier = layout.read_jsonl(self.out_dir / layout.EVAL)
+        if not earlier.empty and "eval_loss" in earlier:
+            observed = pd.concat([earlier[["step", "eval_loss"]], observed]).drop_duplicates("step", keep="last")
         observed = observed[observed["step"] <= step]
-        # Rows from before a resume are re-read from the metrics file so a snapshot sees the whole curve.
-        earlier = layout.read_jsonl(self.out_dir / layout.METRICS)
-        if not earlier.empty and "loss" in earlier:
-            earlier = earlier[earlier["step"] <= step][["step", "loss"]]
-            observed = pd.concat([earlier, observed]).drop_duplicates("step", keep="last")
-        curve, summary = anchored_forecast(self.prior, observed, self.total_steps)
+        curve, summary = anchored_forecast(self.prior, float(self.predicted_final), observed, self.total_steps)
         layout.write_csv_atomic(self.out_dir / layout.FORECAST_DIR / f"{step}.csv", curve)
         with open(self.out_dir / layout.FORECASTS, "a") as fh:
-            import json
-
             fh.write(json.dumps(summary) + "\n")
         self.done.add(step)

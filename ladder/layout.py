@@ -11,12 +11,15 @@
         eval.jsonl       one row per eval (eval_loss, eval_loss/<domain>, bpb ...)
         events.jsonl     spikes and divergence
         checkpoints/     orbax
-      fit:      fit.json (laws, intervals, backtest), runs.csv (the points fitted), curves.csv
-      predict:  prediction.json, hero_curve.csv (step, tokens, flops, lr, loss, lower, upper),
-                targets.csv (extra named targets)
+      fit:      fit.json (laws, intervals, backtest; "progress": the curve laws on imported eval curves),
+                runs.csv (the points fitted), curves.csv, progress_points.csv, hero_progress.csv,
+                baseline_marin.csv (Marin's per-5% table, when the baseline applies)
+      predict:  prediction.json (+ baselines.marin), hero_curve.csv (step, tokens, flops, loss, lower, upper;
+                rungs only), baseline_marin.csv (step, tokens, frac, loss), targets.csv (extra named targets)
       gate:     gate.json (passed, reasons, overridden)
       hero:     + forecasts.jsonl (one snapshot per refit: at_step, predicted_final, lower, upper)
-                + forecasts/<at_step>.csv (the refreshed predicted curve)
+                + forecasts/<at_step>.csv (the refreshed predicted curve, eval loss)
+      imported: result.json (+ eval.jsonl for a curve; "partial" when it stopped short)
       report:   report.json, report.html, *.png, curve.csv
 
 Everything is JSON, JSONL or CSV so a user opens it with pandas. Readers here tolerate a

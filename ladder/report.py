@@ -240,9 +240,13 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
         lines.append(f"  baseline {name}: final {fmt(b.get('predicted_final_loss'))} (no interval)"
                      + (f"; recorded points mean |error| {fmt(brec['mean_abs_rel_error'], '.2%')}" if brec else ""))
     for snap in hero.get("snapshots") or []:
-        lines.append(f"  snapshot at {snap['at_frac']:.1%}: final {fmt(snap['predicted_final'])} [{fmt(snap['lower'])}, "
-                     f"{fmt(snap['upper'])}]" + (f", later points mean |error| {fmt(snap['later_mean_abs_rel_error'], '.2%')}, "
-                                                  f"{fmt(snap['later_inside_band'], '.0%')} inside" if "later_points" in snap else ""))
+        at = f"{snap['at_frac']:.1%}" if "at_frac" in snap else f"step {snap['at_step']}"
+        later = ""
+        if "later_points" in snap:
+            later = f", later points mean |error| {fmt(snap['later_mean_abs_rel_error'], '.2%')}"
+            if snap.get("later_inside_band") is not None:
+                later += f", {fmt(snap['later_inside_band'], '.0%')} inside"
+        lines.append(f"  snapshot at {at}: final {fmt(snap['predicted_final'])} [{fmt(snap['lower'])}, {fmt(snap['upper'])}]{later}")
     return lines
 
 

@@ -66,6 +66,9 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
     p = (prediction or {}).get("hero") or {}
     hero = report.get("hero")
     predict_dir = dep_dirs.get("predict")
+    hero_dir = dep_dirs.get(config.get("hero") or "")
+    if hero and hero_dir and (Path(hero_dir) / layout.FORECASTS).exists():
+        hero["snapshots"] = trained_snapshots(hero_dir)
     if not hero or not p.get("source") or not predict_dir:
         return
     curve = pd.read_csv(Path(predict_dir) / layout.HERO_CURVE)
@@ -80,7 +83,6 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
         tables[f"baseline/{name}"] = table
     report["baselines"] = baselines
 
-    hero_dir = dep_dirs.get(config.get("hero") or "")
     if not hero_dir:
         return
     result = layout.read_json(Path(hero_dir) / layout.RESULT, {}) or {}
@@ -99,3 +101,20 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
             b["recorded"] = compare(table, pts)
     hero["snapshots"] = snapshots(dep_dirs["fit"], pts, curve, float(p.get("level") or 0.9))
     tables["hero_recorded"] = pts
+
+
+def trained_snapshots(hero_dir: str) -> list[dict]:
+    """A hero trained here: each forecast snapshot (forecasts.jsonl) with its error on the evals after it."""
+    evals = layout.read_jsonl(Path(hero_dir) / layout.EVAL)
+    out = []
+    for snap in layout.iter_jsonl(Path(hero_dir) / layout.FORECASTS):
+        row = dict(snap)
+        path = Path(hero_dir) / layout.FORECAST_DIR / f"{snap['at_step']}.csv"
+        later = evals[evals["step"] > snap["at_step"]] if not evals.empty and "eval_loss" in evals else evals
+        if path.exists() and not later.empty:
+            curve = pd.read_csv(path)
+            pred = np.interp(later["step"], curve["step"], curve["loss"])
+            row["later_points"] = int(len(later))
+            row["later_mean_abs_rel_error"] = float(np.mean(np.abs(pred / later["eval_loss"].to_numpy(float) - 1)))
+        out.append(row)
+    return out

@@ -114,7 +114,6 @@ class ModelSpec:
     # dtype of the weight matmuls' operands: "bfloat16" rounds them (and their gradients) to bf16 with
     # float32 accumulation; parameters, optimizer, norms, softmax, router and loss stay float32
     compute_dtype: str = "float32"
-    # Shapes counted (params, FLOPs) for ladders trained elsewhere; the trainer here does not build them:
     n_kv_heads: int = 0  # grouped-query attention: K and V heads (0: n_heads)
     expert_latent: int = 0  # routed experts work in a latent of this width, with a down and an up projection (0: d_model)
     shared_d_ff: int = 0  # each shared expert's width (0: expert_d_ff)

@@ -82,8 +82,9 @@ class Attention(nnx.Module):
     def __init__(self, spec: ModelSpec, *, rngs: nnx.Rngs):
         d = spec.d_model
         self.n_heads, self.head_dim = spec.n_heads, spec.head_dim
+        self.n_kv = spec.n_kv_heads or spec.n_heads  # grouped-query attention: K, V heads shared by groups of Q heads
         init = nnx.initializers.normal(0.02)
-        self.wqkv = nnx.Param(init(rngs.params(), (d, 3 * d)))
+        self.wqkv = nnx.Param(init(rngs.params(), (d, d + 2 * self.n_kv * self.head_dim)))
         self.wo = nnx.Param(init(rngs.params(), (d, d)) / math.sqrt(2 * spec.n_layers))
         self.qk_norm = spec.qk_norm
         self.compute_dtype = spec.compute_dtype
@@ -98,11 +99,15 @@ class Attention(nnx.Module):
         # cheap, while slicing a fused (3, B, H, T, Dh) activation copies it and its gradient pads it
         # back (13% of a d128 step's kernel time went to those copies and pads; 3-9% faster steps).
         w = self.wqkv[...]
+        kv = self.n_kv * dh
+        parts = ((0, d, h), (d, d + kv, self.n_kv), (d + kv, d + 2 * kv, self.n_kv))
         if self.compute_dtype == "float32":
-            q, k, v = (jnp.einsum("btd,dhe->bhte", x, w[:, i * d:(i + 1) * d].reshape(d, h, dh)) for i in range(3))
+            q, k, v = (jnp.einsum("btd,dhe->bhte", x, w[:, lo:hi].reshape(d, n, dh)) for lo, hi, n in parts)
         else:  # the 2-D products the bfloat16 kernels take, then heads-major
-            q, k, v = (precision.dot(x, w[:, i * d:(i + 1) * d], self.compute_dtype).reshape(b, t, h, dh)
-                       .transpose(0, 2, 1, 3) for i in range(3))
+            q, k, v = (precision.dot(x, w[:, lo:hi], self.compute_dtype).reshape(b, t, n, dh)
+                       .transpose(0, 2, 1, 3) for lo, hi, n in parts)
+        if self.n_kv < h:
+            k, v = jnp.repeat(k, h // self.n_kv, axis=1), jnp.repeat(v, h // self.n_kv, axis=1)
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -215,10 +220,6 @@ class Functional:
 
 
 def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size: int = 0) -> Functional:
-    if spec.n_kv_heads or spec.expert_latent or spec.shared_d_ff:
-        # counted for ladders trained elsewhere (Marin's); training them here is not built yet
-        raise ValueError("model.n_kv_heads / expert_latent / shared_d_ff: this trainer does not build grouped-query "
-                         "attention or latent experts; set them to 0 to train here, or import the run's results")
     model = Transformer(spec, rngs=nnx.Rngs(seed), dispatch=dispatch, group_size=group_size)
     graphdef, p_state, b_state = nnx.split(model, nnx.Param, RouterBias)
     p_leaves, p_def = jax.tree_util.tree_flatten_with_path(p_state)

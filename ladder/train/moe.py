@@ -139,6 +139,7 @@ def dispatch_dense(x, idx, gates, w13, w2, n_experts: int):
 class MoE(nnx.Module):
     def __init__(self, spec: ModelSpec, *, rngs: nnx.Rngs, dispatch: str = "capacity", group_size: int = 0):
         d, e, f = spec.d_model, spec.n_experts, spec.expert_d_ff
+        width = spec.expert_latent or d  # latent experts: routed on x, computed in a narrower latent
         self.n_experts, self.top_k = e, spec.top_k
         self.capacity_factor = spec.capacity_factor
         self.balancing = spec.balancing
@@ -147,12 +148,16 @@ class MoE(nnx.Module):
         self.compute_dtype = spec.compute_dtype  # the experts' products; the router stays float32
         init = nnx.initializers.normal(0.02)
         self.router = nnx.Param(init(rngs.params(), (d, e)))
-        self.w13 = nnx.Param(init(rngs.params(), (e, d, 2 * f)))
-        self.w2 = nnx.Param(init(rngs.params(), (e, f, d)) / math.sqrt(2 * spec.n_layers))
+        self.w13 = nnx.Param(init(rngs.params(), (e, width, 2 * f)))
+        self.w2 = nnx.Param(init(rngs.params(), (e, f, width)) / math.sqrt(2 * spec.n_layers))
+        self.latent = bool(spec.expert_latent)
+        if self.latent:
+            self.latent_in = nnx.Param(init(rngs.params(), (d, width)))
+            self.latent_out = nnx.Param(init(rngs.params(), (width, d)))
         self.bias = RouterBias(jnp.zeros((e,), jnp.float32))
         self.n_shared = spec.n_shared
         if spec.n_shared:
-            fs = spec.n_shared * f
+            fs = spec.n_shared * (spec.shared_d_ff or f)
             self.shared_w13 = nnx.Param(init(rngs.params(), (d, 2 * fs)))
             self.shared_w2 = nnx.Param(init(rngs.params(), (fs, d)) / math.sqrt(2 * spec.n_layers))
 
@@ -164,14 +169,17 @@ class MoE(nnx.Module):
         group = self.group_size or t
         if (b * t) % group:
             group = t
-        xg = x.reshape(-1, group, d)
+        xe = precision.dot(x, self.latent_in[...], self.compute_dtype) if self.latent else x
+        xg = xe.reshape(-1, group, xe.shape[-1])
         idx_g, gates_g = idx.reshape(-1, group, k), gates.reshape(-1, group, k)
         if self.dispatch == "dense":
             y, kept = dispatch_dense(xg, idx_g, gates_g, self.w13[...], self.w2[...], e)
         else:
             cap = capacity(group, e, k, self.capacity_factor)
             y, kept = dispatch_capacity(xg, idx_g, gates_g, self.w13[...], self.w2[...], e, cap, self.compute_dtype)
-        y = y.reshape(b, t, d)
+        y = y.reshape(b, t, xe.shape[-1])
+        if self.latent:
+            y = precision.dot(y, self.latent_out[...], self.compute_dtype)
         if self.n_shared:
             a, c = jnp.split(precision.dot(x, self.shared_w13[...], self.compute_dtype), 2, axis=-1)
             y = y + precision.dot(jax.nn.silu(a) * c, self.shared_w2[...], self.compute_dtype)
