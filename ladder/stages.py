@@ -5,8 +5,10 @@
           └──────────data───────┴──────data────┴───────data──────┴──(optional)───► report
 
 Data dependencies are part of a step's hash and refresh it when they rerun; the hero waits for
-the gate (order only), so `ladder rerun SPEC rung_2` refreshes fit, predict, gate and report
-without retraining the hero. The report reads the hero if it exists (an optional dependency),
+the gate (order only) and its hash covers the prediction it forecasts against (a hash dependency:
+a changed fit or prediction config moves the hero to a new directory, a rerun at the same hash does
+not), so `ladder rerun SPEC rung_2` refreshes fit, predict, gate and report without retraining
+the hero. The report reads the hero if it exists (an optional dependency),
 so a blocked hero still gets a report that says why.
 """
 
@@ -79,7 +81,7 @@ def build_steps(spec: LadderSpec) -> list:
         hero_cfg = _train_config(spec, spec.hero, "hero")
         hero_cfg["forecast_every"] = spec.hero_forecast_every
         steps.append(Step(name=spec.hero.name, fn=TRAIN_FN, config=hero_cfg,
-                          deps=(Dep("gate", kind="order"), Dep("predict", kind="order"), Dep("fit", kind="order")),
+                          deps=(Dep("gate", kind="order"), Dep("predict", kind="hash"), Dep("fit", kind="order")),
                           resources=_resources(spec.hero), flops=spec.hero.flops, description=spec.hero.description))
     report_deps = (Dep("fit", required=False), Dep("predict", required=False), Dep("gate", required=False)) + rung_deps
     if hero_step:
@@ -235,13 +237,41 @@ def train_step(config: dict, ctx) -> dict:
         if config.get("role") == "hero":
             from ladder.forecast import ForecastCallback
 
+            _one_prior(out.local, dep_dirs.get("predict"))
             callbacks.append(ForecastCallback(rung=rung, out_dir=str(out.local), dep_dirs=dep_dirs,
                                               every=config.get("forecast_every", 0)))
         callbacks.extend(_wandb_callbacks(config, ctx))
-        result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row))
+        result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row),
+                       should_stop=lambda: ctx.stop_requested)
+    if result.get("status") == "INTERRUPTED":
+        from ladder.executor import Interrupted
+
+        raise Interrupted(f"{rung.name} checkpointed at step {result.get('steps')}")
     if result.get("status") != "SUCCESS":
         raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
     return result
+
+
+PRIOR = "forecast_prior.json"
+
+
+def _one_prior(out: Path, predict_dir: str | None) -> None:
+    """One forecasts file per prediction: when the hero resumes against a prediction other than the one
+    its forecasts were made against (predict ran again at the same hash), the old snapshots move to
+    forecasts-<digest>.jsonl / forecasts-<digest>/ and the file starts over."""
+    import hashlib
+    import json
+
+    curve = Path(predict_dir) / layout.HERO_CURVE if predict_dir else None
+    digest = hashlib.sha256(curve.read_bytes()).hexdigest() if curve is not None and curve.exists() else None
+    prior = out / PRIOR
+    old = json.loads(prior.read_text()).get("sha256") if prior.exists() else None
+    if old is not None and old != digest:
+        for name in (layout.FORECASTS, layout.FORECAST_DIR):
+            if (out / name).exists():
+                stem, dot, ext = name.partition(".")
+                (out / name).rename(out / f"{stem}-{old[:12]}{dot}{ext}")
+    layout.write_json_atomic(prior, {"sha256": digest, "hero_curve": str(curve) if curve else None})
 
 
 def _wandb_callbacks(config: dict, ctx) -> list:

@@ -12,11 +12,11 @@ from .hashing import HASH_LEN, config_diff, step_hash
 from .lease import BLOCKED, DEP_FAILED, FAILED, RUNNING, SUCCESS
 from .plan import PlanEntry
 from .runner import Executor, RunSummary, StepOutcome, expand_force
-from .step import Blocked, Dep, Step
+from .step import Blocked, Dep, Interrupted, Step
 from .store import ConfigError, Store
 
 __all__ = [
-    "BLOCKED", "ConfigError", "DEP_FAILED", "FAILED", "HASH_LEN", "RUNNING", "SUCCESS", "Blocked", "Dep", "Executor",
+    "BLOCKED", "ConfigError", "DEP_FAILED", "FAILED", "HASH_LEN", "RUNNING", "SUCCESS", "Blocked", "Dep", "Executor", "Interrupted",
     "PlanEntry", "RunSummary", "Step", "StepContext", "StepOutcome", "Store", "config_diff", "expand_force",
     "step_hash",
 ]

@@ -23,7 +23,7 @@ class Node:
     url: str  # what users and step functions see
     fn: str
     config: dict  # canonical, cosmetic keys kept (what the step function receives)
-    dep_hashes: dict[str, str]  # data deps only
+    dep_hashes: dict[str, str]  # data and hash deps
 
     @property
     def name(self) -> str:
@@ -75,7 +75,7 @@ def build_graph(store: Store, ladder: str, steps: Sequence[Step]) -> dict[str, N
     for name in order:
         s = by_name[name]
         config = canonical(dict(s.config))
-        dep_hashes = {d.step: nodes[d.step].hash for d in s.data_deps}
+        dep_hashes = {d.step: nodes[d.step].hash for d in s.hashed_deps}
         h = step_hash(fn_name(s.fn), config, dep_hashes)
         d = store.join(base, f"{name}-{h[:HASH_LEN]}")
         nodes[name] = Node(s, h, d, store.url(d), fn_name(s.fn), config, dep_hashes)

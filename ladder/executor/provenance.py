@@ -58,6 +58,12 @@ def environment() -> dict[str, Any]:
     }
 
 
+def worker_environment() -> dict[str, Any]:
+    """What the process that runs a step has (recorded in its step.json): it may differ from the driver's."""
+    return {"packages": package_versions(), "python": sys.version.split()[0], "host": socket.gethostname(),
+            "pid": os.getpid()}
+
+
 def index_path(store: Store, ladder_dir: str, name: str) -> str:
     return store.join(ladder_dir, INDEX_DIR, f"{name}.json")
 

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .context import ERROR_FILE, execute_step
+from .context import ERROR_FILE, execute_step, stop_path
+from .fresh import aside_dir
 from .hashing import canonical, hashed_config
 from .lease import (
     BLOCKED,
@@ -50,6 +51,7 @@ from .step import Step
 from .store import ConfigError, Store
 
 log = logging.getLogger("ladder.executor")
+DEFAULT_STOP_GRACE = 60.0
 
 
 @dataclass
@@ -162,7 +164,7 @@ class Executor:
 
     def __init__(self, root: str, ladder: str, *, address: str | None = None, max_concurrent: int | None = None,
                  lease_timeout: float = DEFAULT_LEASE_TIMEOUT, heartbeat: float = DEFAULT_HEARTBEAT,
-                 show_progress: bool = False):
+                 show_progress: bool = False, stop_grace: float | None = None):
         if not ladder or "/" in ladder:
             raise ValueError(f"ladder: {ladder!r} must be a non-empty name without '/'")
         if max_concurrent is not None and max_concurrent < 1:
@@ -183,6 +185,8 @@ class Executor:
         self.lease_timeout = float(lease_timeout)
         self.heartbeat = float(heartbeat)
         self.show_progress = show_progress
+        # How long a stopping driver waits for running steps to checkpoint before it cancels them.
+        self.stop_grace = float(stop_grace if stop_grace is not None else _env_float("LADDER_STOP_GRACE", DEFAULT_STOP_GRACE))
         self.poll = 0.1 if self.store.local else 1.0
         self.base = ladder_dir(self.store, ladder)
 
@@ -266,8 +270,8 @@ def _env_float(name: str, default: float) -> float:
 
 
 def _terminate_as_interrupt():
-    """While a run is in progress, SIGTERM stops it like Ctrl-C does (tasks cancelled, steps released)
-    instead of leaving leases to go stale. Only from the main thread, only over the default handler."""
+    """While a run is in progress, SIGTERM stops it like Ctrl-C does (tasks asked to checkpoint and exit,
+    then cancelled, steps released) instead of leaving leases to go stale. Only from the main thread, only over the default handler."""
     import signal
     import threading
 
@@ -391,7 +395,7 @@ class _Run:
         if state.live(self.ex.lease_timeout) or state.gen != a.state.gen:
             self.watching[node.name] = time.time()
             return
-        if not try_claim(self.store, node.dir, state, run_id=run_id, reason=a.reason):
+        if not try_claim(self.store, node.dir, state, run_id=run_id, reason=a.reason, heartbeat=self.ex.heartbeat):
             self.watching[node.name] = time.time()  # another driver won the claim: use its result
             return
         self.hb.add(node.dir, run_id)
@@ -421,6 +425,8 @@ class _Run:
             "dir": node.dir, "url": node.url, "fn": node.step.fn, "config": node.config, "dep_dirs": dep_dirs,
             "run_id": run_id, "reason": a.reason, "runtime": self.runtime, "provenance": provenance,
             "lineage": lineage, "heartbeat": self.ex.heartbeat,
+            # A forced step retrains from nothing (its directory's name, the hash, is unchanged).
+            "fresh": a.reason == "forced", "aside": aside_dir(self.store, self.ex.base, node.dir, run_id),
         }
         opts = _resources(node.step)
         problem = self._infeasible(opts)
@@ -527,23 +533,46 @@ class _Run:
         return (-float(self.nodes[name].step.flops or 0.0), self._order[name])
 
     def _abort(self) -> None:
-        """The driver is stopping (Ctrl-C, an error): cancel our tasks and release their steps."""
+        """The driver is stopping (Ctrl-C, SIGTERM, an error): ask our tasks to checkpoint and exit, wait up
+        to ``stop_grace`` seconds for them, then cancel what is left; every step we hold is released."""
+        if not self.owned:
+            return
+        import ray
+
+        for name, o in self.owned.items():
+            try:
+                self.store.write_atomic(stop_path(self.store, self.nodes[name].dir, o.run_id), f"{time.time()}\n")
+            except Exception as e:  # the storage is what failed: cancel at once below
+                log.warning("could not ask %s to stop: %s", name, e)
+        grace = self.ex.stop_grace
+        if grace > 0:
+            print(f"[ladder] stopping: asked {', '.join(self.owned)} to checkpoint and exit "
+                  f"(waiting up to {grace:g}s; Ctrl-C again to stop at once)", flush=True)
+        done: set = set()
+        refs = [o.ref for o in self.owned.values()]
+        deadline = time.time() + grace
         try:
-            import ray
-        except ImportError:  # pragma: no cover
-            ray = None
+            while len(done) < len(refs) and time.time() < deadline:
+                ready, _ = ray.wait([r for r in refs if r not in done], num_returns=1,
+                                    timeout=max(0.0, min(1.0, deadline - time.time())))
+                done.update(ready)
+        except KeyboardInterrupt:  # asked again: stop now
+            pass
         for name, o in list(self.owned.items()):
             node = self.nodes[name]
             self.hb.remove(node.dir)
-            try:
-                if ray is not None:
+            if o.ref not in done:
+                try:
                     ray.cancel(o.ref, force=True)
-            except Exception:
-                pass
+                except Exception as e:  # the worker may be gone already
+                    log.warning("could not cancel %s: %s", name, e)
+            # A task that saved and stopped wrote FAILED itself; one cancelled here gets it now.
             try:
-                write_final(self.store, node.dir, o.run_id, FAILED, error="interrupted: the driver stopped")
-            except Exception:
-                pass
+                st = self.store.read_json(self.store.join(node.dir, ".status"))
+                if not (isinstance(st, dict) and st.get("run_id") == o.run_id and st.get("status") in TERMINAL):
+                    write_final(self.store, node.dir, o.run_id, FAILED, error="interrupted: the driver stopped")
+            except Exception as e:
+                log.warning("could not release %s: %s", name, e)
 
     def _render(self, force: bool = False) -> None:
         if self.view is None:

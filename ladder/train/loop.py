@@ -13,7 +13,8 @@ FSDP-sharded); on one device the jitted functions are plain ``jax.jit`` as they 
 
 At a boundary step s, in order: eval (if due), WSD cooldown branches starting at s, checkpoint (if
 due). SIGTERM sets a flag checked after every chunk: the loop checkpoints, then re-raises SIGTERM
-with the previous handler. A non-finite loss ends the run FAILED (result.json says where and why);
+with the previous handler. ``should_stop`` (a stopping ladder driver's request) is checked at the same
+points: the loop checkpoints and returns ``{"status": "INTERRUPTED"}``. A non-finite loss ends the run FAILED (result.json says where and why);
 ``train`` returns that result, or raises :class:`Diverged` when ``raise_on_divergence=True``.
 """
 
@@ -58,6 +59,30 @@ class Diverged(RuntimeError):
     def __init__(self, result: dict):
         super().__init__(result.get("message", "training diverged"))
         self.result = result
+
+
+class TrainConfigMismatch(ValueError):
+    """``out_dir`` holds a run of another config (or seed): continuing it would mix two runs in one."""
+
+
+def _check_same_config(path: Path, config: dict, shown: str) -> None:
+    """Refuse to continue or reuse outputs written for another config, naming the fields that differ
+    (descriptions, resources and fields left at their hash-neutral defaults do not count)."""
+    import json
+
+    from ladder.executor.hashing import config_diff, format_diff, hashed_config
+
+    try:
+        old = json.loads(path.read_text())
+    except FileNotFoundError:
+        return
+    except ValueError:
+        raise TrainConfigMismatch(f"{shown}/train_config.json is not valid JSON; remove the directory or "
+                                  "train into another one") from None
+    diff = config_diff(hashed_config(old), hashed_config(config))
+    if diff:
+        raise TrainConfigMismatch(f"{shown} holds a run of another config ({format_diff(diff)}); train into "
+                                  "another directory (--root) or remove it")
 
 
 class Callback(Protocol):
@@ -192,6 +217,7 @@ def train(
     raise_on_divergence: bool = False,
     steps_per_call: int | None = None,
     dispatch: str = "capacity",
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
@@ -215,6 +241,8 @@ def train(
         total_steps = rung.steps
         stop = total_steps if max_steps is None else max(1, min(total_steps, int(max_steps)))
 
+        config = {"rung": to_dict(rung), "data": to_dict(data)}
+        _check_same_config(out / "train_config.json", config, output.url or str(out))
         prev = out / "result.json"
         if prev.exists():
             try:
@@ -227,7 +255,7 @@ def train(
             except (ValueError, OSError):
                 pass
             prev.unlink(missing_ok=True)
-        write_json_atomic(out / "train_config.json", {"rung": to_dict(rung), "data": to_dict(data)})
+        write_json_atomic(out / "train_config.json", config)
 
         mspec = rung.model
         seed = int(rung.seed)
@@ -260,6 +288,10 @@ def train(
             restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
         if restored is not None:
             start, params, bias, opt_state, meta = restored
+            if int(np.asarray(meta["seed"])) != seed:
+                raise TrainConfigMismatch(f"{output.url or out}: its checkpoint at step {start} was trained with seed "
+                                          f"{int(np.asarray(meta['seed']))}, this run has seed {seed}; "
+                                          "train into another directory or remove it")
             output.checkpoint(ckpt.max_to_keep)  # a corrupt checkpoint was moved aside: the URL's copy goes too
             if layout is not None:
                 params, bias, opt_state = layout.place(params, bias, opt_state)
@@ -294,6 +326,10 @@ def train(
 
         sigterm = _Sigterm()
         sigterm.install()
+
+        def stopping() -> bool:
+            return sigterm.flag or (should_stop is not None and bool(should_stop()))
+
         state = {
             "last_finite": metrics_w.rows_kept[-1] if metrics_w.rows_kept else None,
             "eval": eval_w.rows_kept[-1] if eval_w.rows_kept else None,
@@ -368,7 +404,7 @@ def train(
                 if failed is not None:
                     return p, b, o, failed, s0
                 p, b, o = p_new, b_new, o_new
-                if sigterm.flag:
+                if stopping():
                     return p, b, o, None, s0 + n
             return p, b, o, None, end
 
@@ -438,7 +474,7 @@ def train(
                    "flops": end_b * tokens_per_step * fpt}
             if failed is not None:
                 rec.update(status="FAILED", failed_step=failed, final_eval_loss=None, final_train_loss=None)
-            elif sigterm.flag:
+            elif stopping():
                 return
             else:
                 ev = run_eval(p2, b2, end_b)
@@ -466,13 +502,14 @@ def train(
                 )
                 if failed_step is not None:
                     break
-                if sigterm.flag:
+                if reached < bnd or stopping():
                     s = reached
                     save(s)
                     ckpt.close()
                     for w in (metrics_w, eval_w, events_w):
                         w.close()
-                    sigterm.restore_and_reraise()
+                    if sigterm.flag:
+                        sigterm.restore_and_reraise()
                     return {"status": "INTERRUPTED", "steps": s}
                 s = bnd
                 if s % eval_every == 0 or s == stop:
