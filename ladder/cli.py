@@ -137,19 +137,22 @@ def _positive(ctx, param, value):
 @click.option("--wandb", "wandb_mode", type=click.Choice(["auto", "online", "offline", "disabled"]), default=None,
               help="W&B mode (default: the spec's).")
 @click.option("--progress/--no-progress", default=None, help="Live progress lines (default: on a terminal).")
+@click.option("--rerun-stale", is_flag=True,
+              help="Also rerun, from nothing, finished steps whose code changed since they ran (see `ladder plan`).")
 @set_option
-def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, overrides):
+def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, rerun_stale,
+           overrides):
     """Run every step of the ladder that is not already done (resumable)."""
     from ladder import stages
 
     spec = _spec(spec_path, overrides, root)
     if dry_run:
-        _print_plan(spec, force=())
+        _print_plan(spec, force=(), rerun_stale=rerun_stale)
         return 0
     summary = stages.run_ladder(
         spec, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate, "wandb_mode": wandb_mode},
-        show_progress=sys.stdout.isatty() if progress is None else progress,
+        show_progress=sys.stdout.isatty() if progress is None else progress, rerun_stale=rerun_stale,
     )
     return _finish(spec, summary)
 
@@ -194,26 +197,29 @@ def _finish(spec: LadderSpec, summary) -> int:
 @click.option("--chip-peak", type=float, default=989e12, show_default=True, callback=_positive,
               help="Accelerator peak FLOP/s (default: H100 bf16 dense).")
 @json_option
+@click.option("--rerun-stale", is_flag=True,
+              help="Also rerun, from nothing, finished steps whose code changed since they ran (see `ladder plan`).")
 @set_option
-def plan(spec_path, root, mfu, chip_peak, as_json, overrides):
-    """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours."""
+def plan(spec_path, root, mfu, chip_peak, as_json, rerun_stale, overrides):
+    """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours;
+    finished steps whose code changed since they ran are marked stale."""
     spec = _spec(spec_path, overrides, root)
-    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak, as_json=as_json)
+    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak, as_json=as_json, rerun_stale=rerun_stale)
     return 0
 
 
-def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
+def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, rerun_stale=False) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from ladder import stages
 
-    entries = stages.plan_ladder(spec, force=force)
+    entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
     rows = []
     for e in entries:
         hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
         rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
-                     "flops": e.flops, "accelerator_hours": hours})
+                     "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
     if as_json:
         click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "steps": rows}, indent=2))
         return
@@ -225,6 +231,9 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False) -> None:
                       f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
     total = sum(r["flops"] for r in rows)
     Console(width=200).print(table)
+    stale = [r["step"] for r in rows if r["stale"] and r["action"] == "skip"]
+    if stale:
+        click.echo(f"stale (code changed since they ran; --rerun-stale reruns them): {', '.join(stale)}")
     click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
 
 

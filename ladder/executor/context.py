@@ -190,6 +190,7 @@ def execute_step(payload: dict) -> dict:
         if payload.get("fresh"):
             drop_previous(store, payload["aside"])
             prov["previous_outputs"] = None
+    store.remove(stop_path(store, d, run_id))  # a stop request is for this run only
     end = time.time()
     prov.update(end=end, duration_s=end - start, status=status, error=error, reasons=reasons)
     store.write_json(step_json_path(store, d), prov)

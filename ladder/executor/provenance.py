@@ -30,10 +30,27 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def versions(names: tuple[str, ...]) -> dict[str, str]:
+    """Installed versions of the named distributions ("missing" for one that is not installed)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def code_dir() -> str:
+    """The folder holding the ladder package's source (a git checkout for a development install)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 @functools.lru_cache(maxsize=8)
 def git_info(cwd: str | None = None) -> dict[str, Any] | None:
-    """{"commit", "dirty"} of the git checkout holding ``cwd`` (or this package), None outside git."""
-    cwd = cwd or os.getcwd()
+    """{"commit", "dirty"} of the git checkout holding ``cwd`` (default: this package's source), None
+    outside git."""
+    cwd = cwd or code_dir()
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
                                 timeout=5)

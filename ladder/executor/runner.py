@@ -44,6 +44,8 @@ from .plan import (
     dependents,
     ladder_dir,
     make_plan,
+    record_inputs,
+    stale_steps,
 )
 from .progress import read_progress
 from .provenance import environment, read_index, step_json_path, write_index
@@ -194,9 +196,15 @@ class Executor:
     def graph(self, steps: Sequence[Step]) -> dict[str, Node]:
         return build_graph(self.store, self.ladder, steps)
 
-    def plan(self, steps: Sequence[Step], force: Iterable[str] = ()) -> list[PlanEntry]:
+    def plan(self, steps: Sequence[Step], force: Iterable[str] = (), rerun_stale: bool = False) -> list[PlanEntry]:
+        """What a submit would do; each finished step the code changed under says so (``stale``), and with
+        ``rerun_stale`` those steps and their data dependents are planned to rerun."""
         nodes = self.graph(steps)
-        return make_plan(self.store, self.ladder, nodes, self._check_force(nodes, force), self.lease_timeout)
+        stale = stale_steps(self.store, nodes)
+        force = self._check_force(nodes, force)
+        if rerun_stale:
+            force |= dependents(nodes, stale)
+        return make_plan(self.store, self.ladder, nodes, force, self.lease_timeout, stale)
 
     def status(self, steps: Sequence[Step]) -> list[dict]:
         nodes = self.graph(steps)
@@ -226,9 +234,16 @@ class Executor:
         return out
 
     # ------------------------------------------------------------------ running
-    def run(self, steps: Sequence[Step], force: Iterable[str] = (), runtime: Mapping[str, Any] | None = None
-            ) -> RunSummary:
-        return _Run(self, self.graph(steps), force, runtime).go()
+    def run(self, steps: Sequence[Step], force: Iterable[str] = (), runtime: Mapping[str, Any] | None = None,
+            rerun_stale: bool = False) -> RunSummary:
+        """Run what is not done. ``rerun_stale``: also rerun, from nothing, each finished step whose code
+        changed since it ran (and its data dependents)."""
+        nodes = self.graph(steps)
+        force = self._check_force(nodes, force)
+        if rerun_stale:
+            force |= dependents(nodes, stale_steps(self.store, nodes))
+        record_inputs(self.store, nodes)
+        return _Run(self, nodes, force, runtime).go()
 
     def _check_force(self, nodes: Mapping[str, Node], force: Iterable[str]) -> set[str]:
         force = set(force)
@@ -269,22 +284,35 @@ def _env_float(name: str, default: float) -> float:
     return env_float(name, default)
 
 
-def _terminate_as_interrupt():
+class _TerminateAsInterrupt:
     """While a run is in progress, SIGTERM stops it like Ctrl-C does (tasks asked to checkpoint and exit,
-    then cancelled, steps released) instead of leaving leases to go stale. Only from the main thread, only over the default handler."""
-    import signal
-    import threading
+    then cancelled, steps released) instead of leaving leases to go stale. Only from the main thread,
+    only over the default handler. Starting Ray installs its own C-level SIGTERM handler (it logs and
+    kills the process at once), so :meth:`again` puts ours back once Ray is up."""
 
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return lambda: None
+    def __init__(self):
+        import signal
+        import threading
 
-    def handler(signum, frame):
+        self.installed = (threading.current_thread() is threading.main_thread()
+                          and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+        self.again()
+
+    @staticmethod
+    def _handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
-    signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    def again(self) -> None:
+        import signal
+
+        if self.installed:
+            signal.signal(signal.SIGTERM, self._handler)
+
+    def restore(self) -> None:
+        import signal
+
+        if self.installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class _Run:
@@ -305,6 +333,7 @@ class _Run:
         self.hb = Heartbeater(self.store, ex.heartbeat)
         self.env: dict | None = None
         self.view = None
+        self.sigterm: _TerminateAsInterrupt | None = None
 
     # -- helpers
     def _done(self, name: str, status: str, action: str, **kw) -> None:
@@ -316,7 +345,7 @@ class _Run:
             from .progress import ProgressView
 
             self.view = ProgressView(self.store, title=f"ladder {self.ex.ladder}")
-        restore = _terminate_as_interrupt()
+        self.sigterm = _TerminateAsInterrupt()
         try:
             while self.pending or self.owned or self.watching:
                 progressed = self._schedule()
@@ -330,7 +359,7 @@ class _Run:
             self._abort()
             raise
         finally:
-            restore()
+            self.sigterm.restore()
             self.hb.stop()
             if self.view is not None:
                 self._render(force=True)
@@ -380,6 +409,7 @@ class _Run:
             if not self.summary.ray_started:
                 self.ex._check_shared_store()
                 self.summary.ray_started = self.ex._ensure_ray() or self.summary.ray_started
+                self.sigterm.again()
             self._start(node, a)
             self.pending.remove(name)
             progressed = True

@@ -37,7 +37,8 @@ class Step:
 
     ``fn`` is a callable or ``"module:function"``, called as ``fn(config, ctx)`` in a Ray task; it may
     return a JSON-able dict (written to result.json). ``resources``: ``{"cpus", "gpus", "custom",
-    "max_retries", "env"}``, ``env`` being environment variables its worker process starts with. ``flops`` is only shown in the plan.
+    "max_retries", "env"}``, ``env`` being environment variables its worker process starts with. ``flops`` is only
+    shown in the plan; ``code``: the source paths whose changes make a finished run stale (``ladder plan``).
     """
 
     name: str
@@ -47,6 +48,9 @@ class Step:
     resources: Mapping[str, Any] = field(default_factory=dict)
     flops: float = 0.0
     description: str = ""
+    # Source paths (relative to the checkout, prefixes) whose changes leave a finished run stale; not
+    # hashed (see stale.py). Empty: every file counts.
+    code: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name.startswith("."):
