@@ -17,7 +17,7 @@ from .hashing import (
     step_hash,
 )
 from .lease import BLOCKED, DEP_FAILED, FAILED, RUNNING, SUCCESS, DirState, read_state
-from .provenance import read_index
+from .provenance import read_git, read_index
 from .stale import stale_reason
 from .step import Step, fn_name
 from .store import Store
@@ -220,13 +220,17 @@ class PlanEntry:
         return asdict(self)
 
 
-def stale_steps(store: Store, nodes: Mapping[str, Node]) -> dict[str, str]:
-    """name -> why, for each finished step whose code changed since it ran."""
-    out = {}
+def stale_steps(store: Store, nodes: Mapping[str, Node], code_dir: str | None = None) -> dict[str, str]:
+    """name -> why, for each finished step whose code (in the checkout ``code_dir``, default this
+    package's) changed since it ran."""
+    out: dict[str, str] = {}
+    now, diffs = read_git(code_dir), {}
+    if now is None:
+        return out
     for name, node in nodes.items():
         if read_state(store, node.dir).state != SUCCESS:
             continue
-        why = stale_reason(store, node.dir, node.step.code)
+        why = stale_reason(store, node.dir, node.step.code, code_dir, now, diffs)
         if why:
             out[name] = why
     return out

@@ -48,6 +48,11 @@ def code_dir() -> str:
 
 @functools.lru_cache(maxsize=8)
 def git_info(cwd: str | None = None) -> dict[str, Any] | None:
+    """:func:`read_git`, once per process (what a submit records in every step.json)."""
+    return read_git(cwd)
+
+
+def read_git(cwd: str | None = None) -> dict[str, Any] | None:
     """{"commit", "dirty"} of the git checkout holding ``cwd`` (default: this package's source), None
     outside git."""
     cwd = cwd or code_dir()

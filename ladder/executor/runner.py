@@ -191,6 +191,7 @@ class Executor:
         self.stop_grace = float(stop_grace if stop_grace is not None else _env_float("LADDER_STOP_GRACE", DEFAULT_STOP_GRACE))
         self.poll = 0.1 if self.store.local else 1.0
         self.base = ladder_dir(self.store, ladder)
+        self.code_dir: str | None = None  # the checkout whose commits step.json records (default: ours)
 
     # ------------------------------------------------------------------ queries
     def graph(self, steps: Sequence[Step]) -> dict[str, Node]:
@@ -200,7 +201,7 @@ class Executor:
         """What a submit would do; each finished step the code changed under says so (``stale``), and with
         ``rerun_stale`` those steps and their data dependents are planned to rerun."""
         nodes = self.graph(steps)
-        stale = stale_steps(self.store, nodes)
+        stale = stale_steps(self.store, nodes, self.code_dir)
         force = self._check_force(nodes, force)
         if rerun_stale:
             force |= dependents(nodes, stale)
@@ -241,7 +242,7 @@ class Executor:
         nodes = self.graph(steps)
         force = self._check_force(nodes, force)
         if rerun_stale:
-            force |= dependents(nodes, stale_steps(self.store, nodes))
+            force |= dependents(nodes, stale_steps(self.store, nodes, self.code_dir))
         record_inputs(self.store, nodes)
         return _Run(self, nodes, force, runtime).go()
 

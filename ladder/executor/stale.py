@@ -9,15 +9,13 @@ still skip by default; ``ladder plan`` names them and ``--rerun-stale`` reruns t
 
 from __future__ import annotations
 
-import functools
 import subprocess
 from collections.abc import Sequence
 
-from .provenance import code_dir, git_info, step_json_path
+from .provenance import code_dir, read_git, step_json_path
 from .store import Store
 
 
-@functools.lru_cache(maxsize=64)
 def _changed_since(commit: str, cwd: str) -> tuple[str, ...] | None:
     """Files that differ between ``commit`` and the working tree; None when git cannot say."""
     try:
@@ -30,20 +28,26 @@ def _changed_since(commit: str, cwd: str) -> tuple[str, ...] | None:
     return tuple(sorted(line.strip() for line in proc.stdout.splitlines() if line.strip()))
 
 
-def stale_reason(store: Store, d: str, code: Sequence[str], cwd: str | None = None) -> str | None:
-    """Why the finished run in ``d`` is stale ("code changed since it ran: ..."), or None."""
+def stale_reason(store: Store, d: str, code: Sequence[str], cwd: str | None = None,
+                 now: dict | None = None, diffs: dict | None = None) -> str | None:
+    """Why the finished run in ``d`` is stale ("code changed since it ran: ..."), or None. ``now``: the
+    checkout's :func:`read_git`, and ``diffs`` (commit -> changed files), when the caller shares them
+    between steps."""
     cwd = cwd or code_dir()
     prov = store.read_json(step_json_path(store, d))
     ran = prov.get("git") if isinstance(prov, dict) else None
     if not isinstance(ran, dict) or not ran.get("commit"):
         return None  # run outside git (or before commits were recorded): nothing to compare
-    now = git_info(cwd)
+    now = now if now is not None else read_git(cwd)
     if now is None:
         return None
     commit = str(ran["commit"])
     if commit == now["commit"] and not now["dirty"] and not ran.get("dirty"):
         return None
-    changed = _changed_since(commit, cwd)
+    diffs = {} if diffs is None else diffs
+    if commit not in diffs:
+        diffs[commit] = _changed_since(commit, cwd)
+    changed = diffs[commit]
     if changed is None:
         return f"code changed since it ran: commit {commit[:10]} is not in this checkout"
     prefixes = tuple(code) or ("",)
