@@ -106,6 +106,24 @@ def check_manifest(step_dir: Path) -> str | None:
     return None
 
 
+def _check_template(tree, template, shown: str) -> None:
+    """Orbax restores an array of another shape into a template without a word (the model changed since
+    the save): say which array differs instead of training on from it."""
+    for part in ("params", "bias", "opt"):
+        want, got = template[part], tree[part]
+        if set(want) != set(got):
+            missing, extra = sorted(set(want) - set(got))[:3], sorted(set(got) - set(want))[:3]
+            raise CheckpointRestoreError(f"checkpoint {shown} does not fit this model: {part} missing {missing}, "
+                                         f"unexpected {extra}; train into a new directory")
+        for name in sorted(want):
+            a, b = np.shape(want[name]), np.shape(got[name])
+            if a != b or np.asarray(want[name]).dtype != np.asarray(got[name]).dtype:
+                raise CheckpointRestoreError(
+                    f"checkpoint {shown} does not fit this model: {part}.{name} was saved as {b} "
+                    f"{np.asarray(got[name]).dtype}, the model has {a} {np.asarray(want[name]).dtype}; its files are "
+                    "intact, so it was kept: train into a new directory")
+
+
 class Checkpointer:
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3, *, shown_as: str | None = None):
         """``shown_as``: what messages call the directory (the URL a local mirror stands for)."""
@@ -176,6 +194,7 @@ class Checkpointer:
                         "its files are intact, so it was kept: if the model or optimizer changed, train into a new "
                         "directory; if it is corrupt after all, move it into checkpoints.corrupt/ and resubmit"
                     ) from exc
+                _check_template(tree, template, f"{self.shown_as}/{step}")
                 got = fingerprint((tree["params"], tree["bias"], tree["opt"]))
                 want = np.asarray(tree["meta"]["fingerprint"])
                 if not np.array_equal(got, want):
