@@ -2,8 +2,10 @@
 
     from ladder.executor import Dep, Executor, Step, Blocked, expand_force
 
-See step.py (Step, Dep, Blocked), runner.py (Executor), plan.py (the dry run), lease.py (.status and
-leases), store.py (local or fsspec storage), provenance.py (step.json), context.py (StepContext).
+See step.py (Step, Dep, Blocked), runner.py (Executor), scheduler.py (one submit's loop), stop.py
+(a stopping driver), fresh.py (forced reruns), stale.py (code changes), plan.py (the dry run),
+lease.py (.status and leases), store.py (local or fsspec storage), provenance.py (step.json),
+context.py (StepContext).
 Importing this package does not import Ray; Ray starts only when a submit has something to run.
 """
 
