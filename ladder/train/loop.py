@@ -27,7 +27,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import jax
@@ -44,6 +43,7 @@ from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import Functional, build, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
+from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
 from ladder.train.parallel import Layout, plan
 
 DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
@@ -59,30 +59,6 @@ class Diverged(RuntimeError):
     def __init__(self, result: dict):
         super().__init__(result.get("message", "training diverged"))
         self.result = result
-
-
-class TrainConfigMismatch(ValueError):
-    """``out_dir`` holds a run of another config (or seed): continuing it would mix two runs in one."""
-
-
-def _check_same_config(path: Path, config: dict, shown: str) -> None:
-    """Refuse to continue or reuse outputs written for another config, naming the fields that differ
-    (descriptions, resources and fields left at their hash-neutral defaults do not count)."""
-    import json
-
-    from ladder.executor.hashing import config_diff, format_diff, hashed_config
-
-    try:
-        old = json.loads(path.read_text())
-    except FileNotFoundError:
-        return
-    except ValueError:
-        raise TrainConfigMismatch(f"{shown}/train_config.json is not valid JSON; remove the directory or "
-                                  "train into another one") from None
-    diff = config_diff(hashed_config(old), hashed_config(config))
-    if diff:
-        raise TrainConfigMismatch(f"{shown} holds a run of another config ({format_diff(diff)}); train into "
-                                  "another directory (--root) or remove it")
 
 
 class Callback(Protocol):
@@ -173,10 +149,6 @@ def _segments(start: int, end: int, k: int) -> list[tuple[int, int]]:
     return out
 
 
-def _finite(x) -> bool:
-    return x is not None and isinstance(x, float | int) and math.isfinite(x)
-
-
 class _Sigterm:
     def __init__(self):
         self.flag = False
@@ -242,7 +214,7 @@ def train(
         stop = total_steps if max_steps is None else max(1, min(total_steps, int(max_steps)))
 
         config = {"rung": to_dict(rung), "data": to_dict(data)}
-        _check_same_config(out / "train_config.json", config, output.url or str(out))
+        check_same_config(out / "train_config.json", config, output.url or str(out))
         prev = out / "result.json"
         if prev.exists():
             try:
@@ -525,7 +497,7 @@ def train(
         finally:
             sigterm.uninstall()
 
-        result = _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
+        result = summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
                          fpt, wall(), branch_rows, s, layout)
         if failed_step is not None:
             events_w.write({"step": failed_step, "event": "divergence", "metric": "loss", "value": None,
@@ -539,56 +511,3 @@ def train(
         if failed_step is not None and raise_on_divergence:
             raise Diverged(result)
         return result
-
-
-def write_json_lines(path: Path, rows: list[dict]) -> None:
-    import json
-
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.replace(tmp, path)
-
-
-def _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step, fpt,
-            wall_s, branch_rows, step, layout) -> dict:
-    m = rung.model
-    all_rows = read_jsonl(metrics_w.path)
-    tail = [r["loss"] for r in all_rows[-5:] if _finite(r.get("loss"))]
-    ev = state["eval"]
-    done_step = failed_step - 1 if failed_step is not None else step
-    res = {
-        "name": rung.name,
-        "status": "SUCCESS" if failed_step is None else "FAILED",
-        "complete": failed_step is None and stop == total_steps,
-        "final_train_loss": float(np.mean(tail)) if tail else None,
-        "final_eval_loss": ev["eval_loss"] if ev else None,
-        "final_eval_loss_by_domain": {d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains} if ev else {},
-        "final_bpb": ev["bpb"] if ev else None,
-        "final_bpb_by_domain": {d.name: ev[f"bpb/{d.name}"] for d in mixture.domains} if ev else {},
-        "params_total": m.params_total,
-        "params_active": m.params_active,
-        "params_non_embedding": m.params_non_embedding,
-        "tokens": done_step * tokens_per_step,
-        "steps": done_step,
-        "total_steps": total_steps,
-        "flops": done_step * tokens_per_step * fpt,
-        "flops_per_token": fpt,
-        "wall_s": wall_s,
-        "tokens_per_s": state["tokens_timed"] / state["time_timed"] if state["time_timed"] > 0 else None,
-        "seed": rung.seed,
-        "batch_size": rung.batch_size,
-        "seq_len": rung.seq_len,
-        "lr": rung.lr,
-        "devices": layout.n if layout is not None else 1,
-        "parallel": layout.mode if layout is not None else "single",
-        "branches": branch_rows,
-    }
-    if failed_step is not None:
-        res["failed_step"] = failed_step
-        res["message"] = (
-            f"{rung.name}: loss became non-finite at step {failed_step} (lr {rung.lr:g}); "
-            f"the last finite metrics are from step {state['last_finite']['step'] if state['last_finite'] else 0}. "
-            "Lower optim.lr, raise warmup, or enable qk_norm / z_loss."
-        )
-        res["last_finite_metrics"] = state["last_finite"]
-    return res
