@@ -176,3 +176,26 @@ def test_plan_names_the_steps_a_code_change_left_stale_and_rerun_stale_reruns_th
     d = ex.graph(steps)["report"].dir
     store.write_json(os.path.join(d, "step.json"), {"git": {"commit": "f" * 40, "dirty": False}})
     assert "is not in this checkout" in stale_reason(store, d, ("pkg/report/",), str(repo))
+
+
+def test_a_hero_resumed_against_another_prediction_starts_a_new_forecasts_file(tmp_path):
+    """Predict reran at the same hash (a rung was rerun) while the hero was part-way: the hero resumes
+    in its directory, and its earlier forecasts, made against the old prediction, move aside instead of
+    sharing forecasts.jsonl with forecasts against the new one."""
+    predict, hero = tmp_path / "predict", tmp_path / "hero"
+    predict.mkdir()
+    hero.mkdir()
+    (predict / "hero_curve.csv").write_text("step,tokens,loss,lower,upper\n10,100,3.0,2.9,3.1\n")
+    stages._one_prior(hero, str(predict))
+    (hero / "forecasts.jsonl").write_text('{"at_step": 10, "predicted_final": 3.0}\n')
+    (hero / "forecasts").mkdir()
+    (hero / "forecasts" / "10.csv").write_text("step,loss\n")
+    stages._one_prior(hero, str(predict))  # the same prediction: nothing moves
+    assert (hero / "forecasts.jsonl").exists()
+    old = json.loads((hero / "forecast_prior.json").read_text())["sha256"]
+    (predict / "hero_curve.csv").write_text("step,tokens,loss,lower,upper\n10,100,3.2,3.1,3.3\n")
+    stages._one_prior(hero, str(predict))
+    assert not (hero / "forecasts.jsonl").exists() and not (hero / "forecasts").exists()
+    assert (hero / f"forecasts-{old[:12]}.jsonl").read_text().startswith('{"at_step": 10')
+    assert (hero / f"forecasts-{old[:12]}" / "10.csv").exists()
+    assert json.loads((hero / "forecast_prior.json").read_text())["sha256"] != old
