@@ -13,9 +13,11 @@ FSDP-sharded); on one device the jitted functions are plain ``jax.jit`` as they 
 
 At a boundary step s, in order: eval (if due), WSD cooldown branches starting at s, checkpoint (if
 due). SIGTERM sets a flag checked after every chunk: the loop checkpoints, then re-raises SIGTERM
-with the previous handler. ``should_stop`` (a stopping ladder driver's request) is checked at the same
-points: the loop checkpoints and returns ``{"status": "INTERRUPTED"}``. A non-finite loss ends the run FAILED (result.json says where and why);
-``train`` returns that result, or raises :class:`Diverged` when ``raise_on_divergence=True``.
+with the previous handler. ``should_stop`` (a stopping ladder driver's request) is checked at the
+same points: the loop checkpoints and returns ``{"status": "INTERRUPTED"}``. A non-finite loss ends
+the run FAILED (result.json says where and why); ``train`` returns that result, or raises
+:class:`Diverged` when ``raise_on_divergence=True``. Outputs written for another config (or seed)
+are refused with :class:`TrainConfigMismatch`, naming the fields that differ.
 """
 
 from __future__ import annotations
