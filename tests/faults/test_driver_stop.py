@@ -55,7 +55,9 @@ def test_sigterm_to_the_driver_checkpoints_the_running_rung_and_resume_loses_und
     assert 0 <= saved[0] - last_logged < LOG_EVERY, (saved, last_logged)
     assert saved[0] < STEPS
 
-    proc = run_cli("submit", TINY, "--root", str(root), "--no-progress", *SETTINGS, timeout=900, **env)
+    # RAY_DEDUP_LOGS=0: Ray would fold the rungs' alike "resumed from step" lines into one
+    proc = run_cli("submit", TINY, "--root", str(root), "--no-progress", *SETTINGS, timeout=900, RAY_DEDUP_LOGS="0",
+                   **env)
     # (the tiny ladder's gate may block its hero: only the rung matters here)
     assert "rung_1  SUCCESS" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"rung_1: resumed from step {saved[0]}" in proc.stdout + proc.stderr
