@@ -57,20 +57,23 @@ def main() -> None:
 @click.option("--wandb", "wandb_mode", type=click.Choice(["auto", "online", "offline", "disabled"]), default=None,
               help="W&B mode (default: the spec's).")
 @click.option("--progress/--no-progress", default=None, help="Progress: a live view on a terminal, else plain lines (start, end, one a minute per training step).")
+@click.option("--rerun-stale", is_flag=True,
+              help="Also rerun, from nothing, finished steps whose code changed since they ran (see `ladder plan`).")
 @json_option
 @set_option
-def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, as_json, overrides):
+def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, rerun_stale, as_json,
+           overrides):
     """Run every step of the ladder that is not already done (resumable)."""
     from ladder import stages
 
     spec = _spec(spec_path, overrides, root)
     if dry_run:
-        _print_plan(spec, force=(), as_json=as_json)
+        _print_plan(spec, force=(), as_json=as_json, rerun_stale=rerun_stale)
         return 0
     summary = stages.run_ladder(
         spec, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate, "wandb_mode": wandb_mode},
-        show_progress=(not as_json) if progress is None else progress,
+        show_progress=(not as_json) if progress is None else progress, rerun_stale=rerun_stale,
     )
     return _finish(spec, summary, as_json)
 
@@ -143,27 +146,32 @@ ACCELERATORS = {"H100": 989e12, "H200": 989e12, "B200": 2.25e15, "GB200": 2.5e15
 @click.option("--chips", type=int, default=None, callback=_positive,
               help="Accelerators the hero runs on: its wall-clock days (e.g. --accelerator GB200 --chips 792).")
 @json_option
+@click.option("--rerun-stale", is_flag=True,
+              help="Also rerun, from nothing, finished steps whose code changed since they ran (see `ladder plan`).")
 @set_option
-def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, overrides):
-    """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours."""
+def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, rerun_stale, overrides):
+    """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours;
+    finished steps whose code changed since they ran are marked stale."""
     spec = _spec(spec_path, overrides, root)
     _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak or ACCELERATORS[accelerator], as_json=as_json,
-                accelerator=accelerator if chip_peak is None else f"{chip_peak:.3g} FLOP/s", chips=chips)
+                accelerator=accelerator if chip_peak is None else f"{chip_peak:.3g} FLOP/s", chips=chips,
+                rerun_stale=rerun_stale)
     return 0
 
 
-def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None) -> None:
+def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None,
+                rerun_stale=False) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from ladder import plan_costs, stages
 
-    entries = stages.plan_ladder(spec, force=force)
+    entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
     rows = []
     for e in entries:
         hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
         rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
-                     "flops": e.flops, "accelerator_hours": hours})
+                     "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
     runs = plan_costs.run_figures(spec, mfu, chip_peak, chips)
     if as_json:
         click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
@@ -177,6 +185,9 @@ def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerat
                       f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
     total = sum(r["flops"] for r in rows)
     Console(width=table_width()).print(table)
+    stale = [r["step"] for r in rows if r["stale"] and r["action"] == "skip"]
+    if stale:
+        click.echo(f"stale (code changed since they ran; --rerun-stale reruns them): {', '.join(stale)}")
     click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
     for line in plan_costs.lines(runs, accelerator, mfu, chips):
         click.echo(line)
@@ -246,7 +257,16 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
     names = [r.name for r in spec.all_runs()]
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
-    result = stages.train_alone(spec, rung_name, max_steps=steps)
+    from ladder.train.checkpoint import CheckpointRestoreError
+    from ladder.train.loop import TrainConfigMismatch
+
+    try:
+        result = stages.train_alone(spec, rung_name, max_steps=steps)
+    except TrainConfigMismatch as e:
+        raise UserError(f"train: {e}") from None
+    except CheckpointRestoreError as e:
+        click.echo(f"train: {e}", err=True)
+        return EXIT_FAILED
     flat = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
     if as_json:
         click.echo(json.dumps(flat, indent=2, default=str))

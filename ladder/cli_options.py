@@ -23,6 +23,8 @@ ENVIRONMENT = {
     "LADDER_MIRROR_EVERY_S": "seconds between copies of a remote-root run's metrics to the root (10)",
     "LADDER_SCRATCH": "local scratch folder of runs whose root is remote (default: the system temp dir)",
     "LADDER_PROGRESS_INTERVAL": "seconds between a training step's progress lines when the output is not a terminal (60)",
+    "LADDER_STOP_GRACE": "seconds a stopped driver waits for running steps to checkpoint and exit before it cancels them (60)",
+    "LADDER_DIGEST_CACHE": "file caching data-source digests by path, size and mtime (default: the user cache dir)",
     "LADDER_RAY_DASHBOARD": "1 starts Ray's own dashboard with a local Ray (off by default)",
     "RAY_TMPDIR": "Ray's temp folder for a local Ray",
     "JAX_COMPILATION_CACHE_DIR": "where compiled XLA programs are kept (default <root>/.jax-cache)",

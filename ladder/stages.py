@@ -5,8 +5,10 @@
           └──────────data───────┴──────data────┴───────data──────┴──(optional)───► report
 
 Data dependencies are part of a step's hash and refresh it when they rerun; the hero waits for
-the gate (order only), so `ladder rerun SPEC rung_2` refreshes fit, predict, gate and report
-without retraining the hero. The report reads the hero if it exists (an optional dependency),
+the gate (order only) and its hash covers the prediction it forecasts against (a hash dependency:
+a changed fit or prediction config moves the hero to a new directory, a rerun at the same hash does
+not), so `ladder rerun SPEC rung_2` refreshes fit, predict, gate and report without retraining
+the hero. The report reads the hero if it exists (an optional dependency),
 so a blocked hero still gets a report that says why.
 """
 
@@ -40,6 +42,26 @@ def _resources(run: RungSpec) -> dict[str, Any]:
     return {**out, "env": env} if env else out
 
 
+# The packages whose versions a step's numbers depend on: part of its hash (config["inputs"]).
+TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
+ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
+# The source each kind of step runs (prefixes in the checkout): a change there leaves its runs stale.
+TRAIN_CODE = ("ladder/train/", "ladder/spec.py", "ladder/recipe.py", "ladder/stages.py", "ladder/forecast.py")
+ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec.py", "ladder/stages.py")
+REPORT_CODE = ("ladder/report", "ladder/publish/", "ladder/analysis", "fits/", "ladder/stages.py")
+
+
+def _inputs(packages: tuple[str, ...], data=None) -> dict[str, Any]:
+    from ladder.executor.provenance import versions
+
+    out: dict[str, Any] = {"packages": versions(packages)}
+    if data is not None:
+        from ladder.train.digest import source_digest
+
+        out["data"] = {d.name: source_digest(d.source) for d in data.domains}
+    return out
+
+
 def _train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
     return {
         "role": role,
@@ -47,6 +69,7 @@ def _train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
         "rung": to_dict(run),
         "data": to_dict(spec.data),
         "wandb": to_dict(spec.wandb),
+        "inputs": _inputs(TRAIN_PACKAGES, spec.data),
     }
 
 
@@ -62,15 +85,18 @@ def build_steps(spec: LadderSpec) -> list:
             steps.append(_import_step(spec, rung, imported[rung.name]))
             continue
         steps.append(Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
-                          flops=rung.flops, description=rung.description))
+                          flops=rung.flops, description=rung.description, code=TRAIN_CODE))
     rung_deps = tuple(Dep(n, kind="data", required=False) for n in rung_names)
     hero = to_dict(spec.hero) if spec.hero is not None else None
-    steps.append(Step(name="fit", fn=FIT_FN, deps=rung_deps,
-                      config={"fit": to_dict(spec.fit), "rungs": rung_names, "hero": hero}))
-    steps.append(Step(name="predict", fn=PREDICT_FN, deps=(Dep("fit"),),
-                      config={"fit": to_dict(spec.fit), "hero": hero, "targets": to_dict(spec.targets)}))
+    analysis = _inputs(ANALYSIS_PACKAGES)
+    steps.append(Step(name="fit", fn=FIT_FN, deps=rung_deps, code=ANALYSIS_CODE,
+                      config={"fit": to_dict(spec.fit), "rungs": rung_names, "hero": hero, "inputs": analysis}))
+    steps.append(Step(name="predict", fn=PREDICT_FN, deps=(Dep("fit"),), code=ANALYSIS_CODE,
+                      config={"fit": to_dict(spec.fit), "hero": hero, "targets": to_dict(spec.targets),
+                              "inputs": analysis}))
     steps.append(Step(name="gate", fn=GATE_FN, deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
-                      config={"gate": to_dict(spec.gate), "rungs": rung_names, "advisory": not spec.train_hero}))
+                      config={"gate": to_dict(spec.gate), "rungs": rung_names, "advisory": not spec.train_hero,
+                              "inputs": analysis}, code=ANALYSIS_CODE))
     hero_step = spec.hero is not None and (spec.train_hero or spec.hero.name in imported)
     if spec.hero is not None and spec.hero.name in imported:
         steps.append(_import_step(spec, spec.hero, imported[spec.hero.name], deps=(Dep("gate", kind="order"),)))
@@ -78,12 +104,13 @@ def build_steps(spec: LadderSpec) -> list:
         hero_cfg = _train_config(spec, spec.hero, "hero")
         hero_cfg["forecast_every"] = spec.hero_forecast_every
         steps.append(Step(name=spec.hero.name, fn=TRAIN_FN, config=hero_cfg,
-                          deps=(Dep("gate", kind="order"), Dep("predict", kind="order"), Dep("fit", kind="order")),
-                          resources=_resources(spec.hero), flops=spec.hero.flops, description=spec.hero.description))
+                          deps=(Dep("gate", kind="order"), Dep("predict", kind="hash"), Dep("fit", kind="order")),
+                          resources=_resources(spec.hero), flops=spec.hero.flops, description=spec.hero.description,
+                          code=TRAIN_CODE))
     report_deps = (Dep("fit", required=False), Dep("predict", required=False), Dep("gate", required=False)) + rung_deps
     if hero_step:
         report_deps += (Dep(spec.hero.name, kind="data", required=False),)
-    steps.append(Step(name="report", fn=REPORT_FN, deps=report_deps,
+    steps.append(Step(name="report", fn=REPORT_FN, deps=report_deps, code=REPORT_CODE,
                       config={"ladder": spec.name, "hero": spec.hero.name if spec.hero else None, "rungs": rung_names,
                               "level": spec.fit.level}))
     return steps
@@ -122,17 +149,17 @@ def _executor(spec: LadderSpec, **kwargs):
     return Executor(spec.root, spec.name, **kwargs)
 
 
-def plan_ladder(spec: LadderSpec, force: Sequence[str] = (), steps: list | None = None):
+def plan_ladder(spec: LadderSpec, force: Sequence[str] = (), steps: list | None = None, rerun_stale: bool = False):
     """The plan of ``steps`` (default: the ladder's own DAG) under the spec's root and name."""
     from ladder.executor import expand_force
 
     steps = build_steps(spec) if steps is None else steps
-    return _executor(spec).plan(steps, force=expand_force(steps, force) if force else ())
+    return _executor(spec).plan(steps, force=expand_force(steps, force) if force else (), rerun_stale=rerun_stale)
 
 
 def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | None = None,
                max_concurrent: int | None = None, runtime: dict | None = None, show_progress: bool = False,
-               steps: list | None = None):
+               steps: list | None = None, rerun_stale: bool = False):
     from ladder.executor import expand_force
 
     steps = build_steps(spec) if steps is None else steps
@@ -140,7 +167,7 @@ def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | No
     forced = expand_force(steps, force) if force else ()
     # Runtime options change how a step reports, not what it computes: they stay out of the hashes.
     runtime = {"ladder": spec.name, "wandb": to_dict(spec.wandb), **(runtime or {})}
-    return executor.run(steps, force=forced, runtime=runtime)
+    return executor.run(steps, force=forced, runtime=runtime, rerun_stale=rerun_stale)
 
 
 def status_ladder(spec: LadderSpec) -> list[dict]:
@@ -222,13 +249,41 @@ def train_step(config: dict, ctx) -> dict:
         if config.get("role") == "hero":
             from ladder.forecast import ForecastCallback
 
+            _one_prior(out.local, dep_dirs.get("predict"))
             callbacks.append(ForecastCallback(rung=rung, out_dir=str(out.local), dep_dirs=dep_dirs,
                                               every=config.get("forecast_every", 0)))
         callbacks.extend(_wandb_callbacks(config, ctx))
-        result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row))
+        result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row),
+                       should_stop=lambda: ctx.stop_requested)
+    if result.get("status") == "INTERRUPTED":
+        from ladder.executor import Interrupted
+
+        raise Interrupted(f"{rung.name} checkpointed at step {result.get('steps')}")
     if result.get("status") != "SUCCESS":
         raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
     return result
+
+
+PRIOR = "forecast_prior.json"
+
+
+def _one_prior(out: Path, predict_dir: str | None) -> None:
+    """One forecasts file per prediction: when the hero resumes against a prediction other than the one
+    its forecasts were made against (predict ran again at the same hash), the old snapshots move to
+    forecasts-<digest>.jsonl / forecasts-<digest>/ and the file starts over."""
+    import hashlib
+    import json
+
+    curve = Path(predict_dir) / layout.HERO_CURVE if predict_dir else None
+    digest = hashlib.sha256(curve.read_bytes()).hexdigest() if curve is not None and curve.exists() else None
+    prior = out / PRIOR
+    old = json.loads(prior.read_text()).get("sha256") if prior.exists() else None
+    if old is not None and old != digest:
+        for name in (layout.FORECASTS, layout.FORECAST_DIR):
+            if (out / name).exists():
+                stem, dot, ext = name.partition(".")
+                (out / name).rename(out / f"{stem}-{old[:12]}{dot}{ext}")
+    layout.write_json_atomic(prior, {"sha256": digest, "hero_curve": str(curve) if curve else None})
 
 
 def _wandb_callbacks(config: dict, ctx) -> list:

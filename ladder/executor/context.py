@@ -10,15 +10,22 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
+from .fresh import drop_previous, set_aside
 from .hashing import canonical
 from .lease import BLOCKED, DEFAULT_HEARTBEAT, FAILED, STATUS_FILE, SUCCESS, beat, write_final
-from .provenance import step_json_path
-from .step import Blocked, resolve_fn
+from .provenance import step_json_path, worker_environment
+from .step import Blocked, Interrupted, resolve_fn
 from .store import Store
 
 PROGRESS_FILE = "progress.json"
 RESULT_FILE = "result.json"
 ERROR_FILE = "error.txt"
+STOP_PREFIX = ".stop-"
+
+
+def stop_path(store: Store, d: str, run_id: str) -> str:
+    """The file a stopping driver writes to ask run ``run_id`` to checkpoint and exit."""
+    return store.join(d, f"{STOP_PREFIX}{run_id}")
 
 
 class LeaseLost(RuntimeError):
@@ -34,6 +41,7 @@ class _TaskBeat:
         self.store, self.d, self.run_id = store, d, run_id
         self.interval = max(0.05, float(interval))
         self.lost = False
+        self.stop_requested = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ladder-task-heartbeat", daemon=True)
         self._thread.start()
@@ -44,6 +52,8 @@ class _TaskBeat:
                 if beat(self.store, self.d, self.run_id) is False:
                     self.lost = True
                     return
+                if not self.stop_requested and self.store.exists(stop_path(self.store, self.d, self.run_id)):
+                    self.stop_requested = True
             except Exception:  # a transient storage error: try again next beat
                 pass
 
@@ -84,6 +94,12 @@ class StepContext:
     def lost(self) -> bool:
         """True once another owner took this step over (the step should stop: its outputs are not used)."""
         return bool(self._beat is not None and self._beat.lost)
+
+    @property
+    def stop_requested(self) -> bool:
+        """True once the driver asked this run to stop (Ctrl-C, SIGTERM): a long step should save what it
+        has and raise :class:`Interrupted`; after a bounded wait the driver cancels it anyway."""
+        return bool(self._beat is not None and self._beat.stop_requested)
 
     @property
     def fs(self):
@@ -136,7 +152,11 @@ def execute_step(payload: dict) -> dict:
         return {"status": "LOST", "run_id": run_id, "holder": (current or {}).get("run_id")}
     start = time.time()
     prov = dict(payload["provenance"])
-    prov.update(host=socket.gethostname(), pid=os.getpid(), start=start, end=None, status="RUNNING")
+    if payload.get("fresh"):
+        # Forced: the step starts from nothing; what it had waits aside until this run succeeds.
+        prov["previous_outputs"] = set_aside(store, d, payload["aside"])
+    prov.update(host=socket.gethostname(), pid=os.getpid(), start=start, end=None, status="RUNNING",
+                worker=worker_environment())
     store.write_json(step_json_path(store, d), prov)
     ctx = StepContext(root=payload["root"], name=payload["name"], hash=payload["hash"], out_dir=payload["url"],
                       dep_dirs=payload["dep_dirs"], run_id=run_id, reason=payload["reason"],
@@ -160,9 +180,17 @@ def execute_step(payload: dict) -> dict:
         return {"status": "LOST", "run_id": run_id}
     except Blocked as e:
         status, reasons, error = BLOCKED, e.reasons, "; ".join(e.reasons)
+    except Interrupted as e:
+        status, error = FAILED, f"interrupted: the driver stopped ({e})"
     except Exception as e:
         status, error = FAILED, f"{type(e).__name__}: {e}"
         store.write_atomic(store.join(d, ERROR_FILE), traceback.format_exc())
+    if status == SUCCESS:
+        store.remove(store.join(d, ERROR_FILE))  # a failed attempt's traceback is not this run's
+        if payload.get("fresh"):
+            drop_previous(store, payload["aside"])
+            prov["previous_outputs"] = None
+    store.remove(stop_path(store, d, run_id))  # a stop request is for this run only
     end = time.time()
     prov.update(end=end, duration_s=end - start, status=status, error=error, reasons=reasons)
     store.write_json(step_json_path(store, d), prov)

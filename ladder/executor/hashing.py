@@ -64,6 +64,17 @@ def step_hash(fn_qualname: str, config: Mapping[str, Any], data_dep_hashes: Mapp
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
+# A config's ``inputs`` (the digests of its data and the versions of the packages that compute it) came
+# after ladders had run: a step's hash without them is its *legacy* hash, the name of the directory an
+# earlier release gave it (see plan.build_graph, which keeps using such a directory while its inputs
+# are unchanged).
+INPUTS_KEY = "inputs"
+
+
+def legacy_hash(fn_qualname: str, config: Mapping[str, Any], legacy_dep_hashes: Mapping[str, str]) -> str:
+    return step_hash(fn_qualname, {k: v for k, v in config.items() if k != INPUTS_KEY}, legacy_dep_hashes)
+
+
 _MISSING = "<missing>"
 
 

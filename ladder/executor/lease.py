@@ -34,6 +34,9 @@ TERMINAL = frozenset({SUCCESS, FAILED, DEP_FAILED, BLOCKED})
 
 DEFAULT_LEASE_TIMEOUT = 60.0
 DEFAULT_HEARTBEAT = 5.0
+# A reader never calls an owner dead before it has missed this many of its own recorded heartbeats,
+# whatever the reader's timeout: two drivers configured differently still agree on who is alive.
+MISSED_BEATS = 3
 
 _owner: tuple[int, str] | None = None
 
@@ -84,9 +87,19 @@ class DirState:
     def holder(self) -> str | None:
         return (self.lease or self.status or {}).get("owner")
 
+    def timeout_for(self, timeout: float) -> float:
+        """The reader's timeout, stretched to cover the owner's recorded heartbeat interval."""
+        rec = self.lease if self._lease_pending() else self.status
+        try:
+            interval = float((rec or {}).get("heartbeat_interval") or 0.0)
+        except (TypeError, ValueError):
+            interval = 0.0
+        return max(timeout, MISSED_BEATS * interval)
+
     def _status_fresh(self, timeout: float, now: float) -> bool:
         st = self.status
-        return bool(st and st.get("status") == RUNNING and now - float(st.get("heartbeat") or 0.0) < timeout)
+        return bool(st and st.get("status") == RUNNING
+                    and now - float(st.get("heartbeat") or 0.0) < self.timeout_for(timeout))
 
     def _lease_pending(self) -> bool:
         """The newest lease belongs to a run whose status is not written (yet)."""
@@ -112,7 +125,7 @@ class DirState:
         if self._status_fresh(timeout, now):
             return True
         if self._lease_pending():
-            return now - float(self.lease.get("acquired") or 0.0) < timeout
+            return now - float(self.lease.get("acquired") or 0.0) < self.timeout_for(timeout)
         return False
 
 
@@ -163,17 +176,20 @@ def read_state(store: Store, d: str) -> DirState:
     return DirState(status, gen, lease, corrupt)
 
 
-def try_claim(store: Store, d: str, state: DirState, *, run_id: str, reason: str, owner: str | None = None) -> bool:
-    """Create lease generation ``state.gen + 1``; on success write ``.status`` RUNNING and return True."""
+def try_claim(store: Store, d: str, state: DirState, *, run_id: str, reason: str, owner: str | None = None,
+              heartbeat: float = DEFAULT_HEARTBEAT) -> bool:
+    """Create lease generation ``state.gen + 1``; on success write ``.status`` RUNNING and return True.
+
+    ``heartbeat``: how often the owner beats, recorded so that readers give it time to."""
     owner = owner or owner_id()
     now = time.time()
     gen = state.gen + 1
     lease = {"gen": gen, "owner": owner, "run_id": run_id, "acquired": now, "reason": reason,
-             "previous_owner": state.holder(), "previous_status": state.state}
+             "previous_owner": state.holder(), "previous_status": state.state, "heartbeat_interval": heartbeat}
     if not store.create_exclusive(store.join(d, f"{LEASE_PREFIX}{gen}"), json.dumps(lease, sort_keys=True)):
         return False
     status = {"status": RUNNING, "run_id": run_id, "owner": owner, "heartbeat": now, "start": now,
-              "end": None, "error": None, "lease": gen, "reason": reason}
+              "end": None, "error": None, "lease": gen, "reason": reason, "heartbeat_interval": heartbeat}
     store.write_json(status_path(store, d), status)
     return True
 

@@ -6,9 +6,19 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from .hashing import HASH_LEN, canonical, config_diff, format_diff, hashed_config, step_hash
+from .hashing import (
+    HASH_LEN,
+    INPUTS_KEY,
+    canonical,
+    config_diff,
+    format_diff,
+    hashed_config,
+    legacy_hash,
+    step_hash,
+)
 from .lease import BLOCKED, DEP_FAILED, FAILED, RUNNING, SUCCESS, DirState, read_state
-from .provenance import read_index
+from .provenance import read_git, read_index
+from .stale import stale_reason
 from .step import Step, fn_name
 from .store import Store
 
@@ -23,7 +33,8 @@ class Node:
     url: str  # what users and step functions see
     fn: str
     config: dict  # canonical, cosmetic keys kept (what the step function receives)
-    dep_hashes: dict[str, str]  # data deps only
+    dep_hashes: dict[str, str]  # data and hash deps
+    adopted: bool = False  # the directory an earlier release named (its legacy hash): see build_graph
 
     @property
     def name(self) -> str:
@@ -72,14 +83,48 @@ def build_graph(store: Store, ladder: str, steps: Sequence[Step]) -> dict[str, N
         visit(s.name, ())
     base = ladder_dir(store, ladder)
     nodes: dict[str, Node] = {}
+    new: dict[str, str] = {}
+    old: dict[str, str] = {}
     for name in order:
         s = by_name[name]
         config = canonical(dict(s.config))
-        dep_hashes = {d.step: nodes[d.step].hash for d in s.data_deps}
-        h = step_hash(fn_name(s.fn), config, dep_hashes)
+        fn = fn_name(s.fn)
+        new[name] = step_hash(fn, config, {d.step: new[d.step] for d in s.hashed_deps})
+        # An earlier release hashed data deps only (the hero's hash dep on predict came with inputs).
+        old[name] = legacy_hash(fn, config, {d.step: old[d.step] for d in s.data_deps})
+        keeps = all(old[d.step] == new[d.step] or nodes[d.step].adopted for d in s.hashed_deps)
+        adopted = keeps and old[name] != new[name] and _adopt(store, base, name, new[name], old[name], config)
+        h = old[name] if adopted else new[name]
+        deps = {d.step: nodes[d.step].hash for d in s.hashed_deps}
         d = store.join(base, f"{name}-{h[:HASH_LEN]}")
-        nodes[name] = Node(s, h, d, store.url(d), fn_name(s.fn), config, dep_hashes)
+        nodes[name] = Node(s, h, d, store.url(d), fn, config, deps, adopted)
     return nodes
+
+
+INPUTS_FILE = "inputs.json"
+
+
+def _adopt(store: Store, base: str, name: str, new: str, old: str, config: dict) -> bool:
+    """Keep the directory an earlier release named (hashed without ``inputs``) while nothing the step
+    depends on changed: the new-style directory has not been started, the old one has, and the inputs
+    it recorded (inputs.json, written when it is first kept) are the ones the step has now. A run from
+    before inputs were recorded is taken to have had today's inputs (it cannot be checked; from its
+    first submit on, it is)."""
+    if store.exists(store.join(base, f"{name}-{new[:HASH_LEN]}", ".status")):
+        return False
+    d = store.join(base, f"{name}-{old[:HASH_LEN]}")
+    if not store.exists(store.join(d, ".status")):
+        return False
+    recorded = store.read_json(store.join(d, INPUTS_FILE))
+    return recorded is None or recorded == config.get(INPUTS_KEY)
+
+
+def record_inputs(store: Store, nodes: Mapping[str, Node]) -> None:
+    """Write inputs.json into each kept directory that has none: from now on a change is seen."""
+    for node in nodes.values():
+        path = store.join(node.dir, INPUTS_FILE)
+        if node.adopted and INPUTS_KEY in node.config and store.read_json(path) is None:
+            store.write_json(path, node.config[INPUTS_KEY])
 
 
 def dependents(nodes: Mapping[str, Node], names: Iterable[str], kinds: tuple[str, ...] = ("data",)) -> set[str]:
@@ -169,14 +214,32 @@ class PlanEntry:
     status: str | None = None  # what .status says now (None: never ran)
     diff: dict = field(default_factory=dict)
     description: str = ""
+    stale: str | None = None  # a finished run the code has changed under (see stale.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+def stale_steps(store: Store, nodes: Mapping[str, Node], code_dir: str | None = None) -> dict[str, str]:
+    """name -> why, for each finished step whose code (in the checkout ``code_dir``, default this
+    package's) changed since it ran."""
+    out: dict[str, str] = {}
+    now, diffs = read_git(code_dir), {}
+    if now is None:
+        return out
+    for name, node in nodes.items():
+        if read_state(store, node.dir).state != SUCCESS:
+            continue
+        why = stale_reason(store, node.dir, node.step.code, code_dir, now, diffs)
+        if why:
+            out[name] = why
+    return out
+
+
 def make_plan(store: Store, ladder: str, nodes: Mapping[str, Node], force: Iterable[str],
-              lease_timeout: float) -> list[PlanEntry]:
+              lease_timeout: float, stale: Mapping[str, str] | None = None) -> list[PlanEntry]:
     force = set(force)
+    stale = dict(stale or {})
     base = ladder_dir(store, ladder)
     done: dict[str, Assessment] = {}
     entries = []
@@ -191,6 +254,8 @@ def make_plan(store: Store, ladder: str, nodes: Mapping[str, Node], force: Itera
         a = assess(store, base, node, forced=name in force, dep_run_ids=dep_run_ids, changing=changing,
                    blocked_deps=blocked, lease_timeout=lease_timeout)
         done[name] = a
-        entries.append(PlanEntry(name, node.short, node.url, a.action, a.reason, float(node.step.flops),
-                                 [d.step for d in deps], a.state.state, a.diff, node.step.description))
+        reason = a.reason + (f"; stale: {stale[name]}" if name in stale and a.action == SKIP else "")
+        entries.append(PlanEntry(name, node.short, node.url, a.action, reason, float(node.step.flops),
+                                 [d.step for d in deps], a.state.state, a.diff, node.step.description,
+                                 stale.get(name)))
     return entries

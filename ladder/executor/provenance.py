@@ -30,10 +30,32 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def versions(names: tuple[str, ...]) -> dict[str, str]:
+    """Installed versions of the named distributions ("missing" for one that is not installed)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def code_dir() -> str:
+    """The folder holding the ladder package's source (a git checkout for a development install)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 @functools.lru_cache(maxsize=8)
 def git_info(cwd: str | None = None) -> dict[str, Any] | None:
-    """{"commit", "dirty"} of the git checkout holding ``cwd`` (or this package), None outside git."""
-    cwd = cwd or os.getcwd()
+    """:func:`read_git`, once per process (what a submit records in every step.json)."""
+    return read_git(cwd)
+
+
+def read_git(cwd: str | None = None) -> dict[str, Any] | None:
+    """{"commit", "dirty"} of the git checkout holding ``cwd`` (default: this package's source), None
+    outside git."""
+    cwd = cwd or code_dir()
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
                                 timeout=5)
@@ -56,6 +78,12 @@ def environment() -> dict[str, Any]:
         "driver_pid": os.getpid(),
         "cwd": os.getcwd(),
     }
+
+
+def worker_environment() -> dict[str, Any]:
+    """What the process that runs a step has (recorded in its step.json): it may differ from the driver's."""
+    return {"packages": package_versions(), "python": sys.version.split()[0], "host": socket.gethostname(),
+            "pid": os.getpid()}
 
 
 def index_path(store: Store, ladder_dir: str, name: str) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-DEP_KINDS = ("data", "order")
+DEP_KINDS = ("data", "hash", "order")
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,10 @@ class Dep:
     """A dependency on another step of the same ladder.
 
     ``kind="data"``: the step reads the dep's output; the dep's hash is part of ours and a re-run of the
-    dep refreshes us. ``kind="order"``: only waits for it (e.g. the hero waits for the gate).
+    dep refreshes us. ``kind="hash"``: the dep's hash is part of ours (a changed dep moves us to a new
+    directory) but a re-run of the dep at the same hash does not refresh us (the hero reads the
+    prediction it forecasts against, and is not retrained when a rung is). ``kind="order"``: only waits
+    for it (e.g. the hero waits for the gate).
     ``required=False``: run even if the dep FAILED or was BLOCKED (e.g. a report of whatever exists).
     """
 
@@ -34,7 +37,8 @@ class Step:
 
     ``fn`` is a callable or ``"module:function"``, called as ``fn(config, ctx)`` in a Ray task; it may
     return a JSON-able dict (written to result.json). ``resources``: ``{"cpus", "gpus", "custom",
-    "max_retries", "env"}``, ``env`` being environment variables its worker process starts with. ``flops`` is only shown in the plan.
+    "max_retries", "env"}``, ``env`` being environment variables its worker process starts with. ``flops`` is only
+    shown in the plan; ``code``: the source paths whose changes make a finished run stale (``ladder plan``).
     """
 
     name: str
@@ -44,6 +48,9 @@ class Step:
     resources: Mapping[str, Any] = field(default_factory=dict)
     flops: float = 0.0
     description: str = ""
+    # Source paths (relative to the checkout, prefixes) whose changes leave a finished run stale; not
+    # hashed (see stale.py). Empty: every file counts.
+    code: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name.startswith("."):
@@ -55,6 +62,11 @@ class Step:
     def data_deps(self) -> tuple[Dep, ...]:
         return tuple(d for d in self.deps if d.kind == "data")
 
+    @property
+    def hashed_deps(self) -> tuple[Dep, ...]:
+        """The deps whose hashes are part of this step's hash."""
+        return tuple(d for d in self.deps if d.kind in ("data", "hash"))
+
 
 class Blocked(Exception):  # noqa: N818 - the name is the API
     """Raised by a step (the gate) to block its dependents; the step's status becomes BLOCKED."""
@@ -62,6 +74,10 @@ class Blocked(Exception):  # noqa: N818 - the name is the API
     def __init__(self, reasons: str | list[str]):
         self.reasons = [reasons] if isinstance(reasons, str) else list(reasons)
         super().__init__("; ".join(self.reasons))
+
+
+class Interrupted(Exception):  # noqa: N818 - the name is the API
+    """Raised by a step that stopped early because the driver asked it to (it saved what it had)."""
 
 
 def fn_name(fn: Callable | str) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 import uuid
 from typing import Any
 
@@ -169,12 +171,28 @@ class Store:
         except FileExistsError:
             return False
         except (ValueError, NotImplementedError, TypeError):
-            # The backend has no exclusive create: check, write, read back (best effort, documented).
-            if self.fs.exists(path):
-                return False
-            # Callers' data is unique (it names the claimer's owner id and run id).
-            self.fs.pipe_file(path, data)
-            return self.fs.cat_file(path) == data
+            self._warn_no_exclusive_create()
+            # The backend has no exclusive create: check, write, read back (best effort: two drivers that
+            # check at the same moment can both win, hence the warning).
+            try:
+                if self.fs.exists(path):
+                    return False
+                # Callers' data is unique (it names the claimer's owner id and run id).
+                self.fs.pipe_file(path, data)
+                return self.fs.cat_file(path) == data
+            except NotImplementedError:
+                raise ConfigError(f"root {self.root_url}: this storage can neither create a file exclusively nor "
+                                  "write one; use a local folder or gs:// / s3://") from None
+
+    _warned: set[str] = set()
+
+    def _warn_no_exclusive_create(self) -> None:
+        """Once per root and process: leases here guard one driver at a time, not two racing ones."""
+        if self.root_url in Store._warned:
+            return
+        Store._warned.add(self.root_url)
+        print(f"[ladder] warning: root {self.root_url} has no exclusive create; run one driver at a time on it "
+              "(two racing drivers could both claim a step); gs:// and s3:// have it", file=sys.stderr, flush=True)
 
     @staticmethod
     def _create_excl(path: str, data: bytes) -> bool:
@@ -187,6 +205,23 @@ class Store:
         finally:
             os.close(fd)
         return True
+
+    def move(self, src: str, dst: str) -> None:
+        """Move a file or folder (local: a rename; object stores: copy, then delete the source)."""
+        if self.local:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.replace(src, dst)
+            return
+        self.fs.mv(src, dst, recursive=True)
+
+    def rmtree(self, path: str) -> None:
+        """Delete a folder and everything in it (missing: nothing to do)."""
+        if self.local:
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            return
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
 
     def remove(self, path: str) -> None:
         try:

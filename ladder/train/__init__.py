@@ -8,7 +8,7 @@ The names are imported on first use, so jax-free helpers of this package (``host
 imported before JAX is, which is when XLA reads its flags.
 """
 
-__all__ = ["Callback", "Diverged", "train"]
+__all__ = ["Callback", "Diverged", "TrainConfigMismatch", "train"]
 
 
 def __getattr__(name: str):

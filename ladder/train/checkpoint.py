@@ -5,12 +5,21 @@ leaves, numbered in tree order), and ``meta`` (step, seed, and a fingerprint of 
 position is the step (batches are a pure function of seed and step) and the RNG is the seed, so the
 restored state continues bit-identically. Saves are synchronous so a SIGKILL never leaves a
 checkpoint that claims to be complete but is not; a half-written one is left as orbax's temporary
-directory and ignored. On restore, a checkpoint that fails to read or whose fingerprint does not
-match is skipped for the previous one with a printed message.
+directory and ignored. Each save also writes ``ladder_manifest.json`` (every file's size and
+sha256) beside orbax's files.
+
+On restore only *proven* corruption is skipped for the previous checkpoint: a file missing, cut
+short or changed against the manifest (checked before orbax reads anything, so no half-failed
+read is left behind), or arrays whose fingerprint does not match. The corrupt checkpoint moves to
+``checkpoints.corrupt/`` (never deleted). Any other failure (a template that no longer matches
+after a model or optax change, an IO or memory error) raises :class:`CheckpointRestoreError`
+with the reason, and every checkpoint stays where it is.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -50,6 +59,71 @@ def _os_error_in(exc: BaseException) -> OSError | None:
     return None
 
 
+class CheckpointRestoreError(RuntimeError):
+    """A checkpoint that is not proven corrupt could not be restored: the run stops, nothing is moved."""
+
+
+MANIFEST = "ladder_manifest.json"
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _files(step_dir: Path) -> dict[str, Path]:
+    return {str(p.relative_to(step_dir)): p for p in sorted(step_dir.rglob("*")) if p.is_file() and p.name != MANIFEST}
+
+
+def write_manifest(step_dir: Path) -> None:
+    manifest = {rel: [p.stat().st_size, _digest(p)] for rel, p in _files(step_dir).items()}
+    tmp = step_dir / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps({"files": manifest}, sort_keys=True))
+    os.replace(tmp, step_dir / MANIFEST)
+
+
+def check_manifest(step_dir: Path) -> str | None:
+    """Why the checkpoint is corrupt (a file missing, cut short or changed), or None: intact, or written
+    before manifests existed (then nothing is proven either way)."""
+    path = step_dir / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        want = json.loads(path.read_text())["files"]
+    except (ValueError, KeyError, TypeError, OSError) as exc:
+        return f"its manifest is unreadable ({type(exc).__name__})"
+    for rel, (size, sha) in sorted(want.items()):
+        p = step_dir / rel
+        if not p.is_file():
+            return f"{rel} is missing"
+        if p.stat().st_size != size:
+            return f"{rel} has {p.stat().st_size} bytes, {size} were written"
+        if _digest(p) != sha:
+            return f"{rel} does not match its checksum"
+    return None
+
+
+def _check_template(tree, template, shown: str) -> None:
+    """Orbax restores an array of another shape into a template without a word (the model changed since
+    the save): say which array differs instead of training on from it."""
+    for part in ("params", "bias", "opt"):
+        want, got = template[part], tree[part]
+        if set(want) != set(got):
+            missing, extra = sorted(set(want) - set(got))[:3], sorted(set(got) - set(want))[:3]
+            raise CheckpointRestoreError(f"checkpoint {shown} does not fit this model: {part} missing {missing}, "
+                                         f"unexpected {extra}; train into a new directory")
+        for name in sorted(want):
+            a, b = np.shape(want[name]), np.shape(got[name])
+            if a != b or np.asarray(want[name]).dtype != np.asarray(got[name]).dtype:
+                raise CheckpointRestoreError(
+                    f"checkpoint {shown} does not fit this model: {part}.{name} was saved as {b} "
+                    f"{np.asarray(got[name]).dtype}, the model has {a} {np.asarray(want[name]).dtype}; its files are "
+                    "intact, so it was kept: train into a new directory")
+
+
 class Checkpointer:
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3, *, shown_as: str | None = None):
         """``shown_as``: what messages call the directory (the URL a local mirror stands for)."""
@@ -86,6 +160,7 @@ class Checkpointer:
         try:
             self._manager.save(step, args=self._ocp.args.StandardSave(tree))
             self._manager.wait_until_finished()
+            write_manifest(self.directory / str(step))
         except Exception as exc:
             os_error = _os_error_in(exc)
             if os_error is None:
@@ -108,17 +183,26 @@ class Checkpointer:
         }
         abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, template)
         for step in reversed(self.steps()):
-            try:
-                tree = self._manager.restore(step, args=self._ocp.args.StandardRestore(abstract))
+            corrupt = check_manifest(self.directory / str(step))
+            if corrupt is None:
+                try:
+                    tree = self._manager.restore(step, args=self._ocp.args.StandardRestore(abstract))
+                except Exception as exc:
+                    msg = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                    raise CheckpointRestoreError(
+                        f"checkpoint {self.shown_as}/{step} could not be restored ({type(exc).__name__}: {msg}); "
+                        "its files are intact, so it was kept: if the model or optimizer changed, train into a new "
+                        "directory; if it is corrupt after all, move it into checkpoints.corrupt/ and resubmit"
+                    ) from exc
+                _check_template(tree, template, f"{self.shown_as}/{step}")
                 got = fingerprint((tree["params"], tree["bias"], tree["opt"]))
                 want = np.asarray(tree["meta"]["fingerprint"])
                 if not np.array_equal(got, want):
-                    raise ValueError("fingerprint mismatch (the arrays changed after they were saved)")
-            except Exception as exc:  # corrupt or truncated: fall back to the previous one
-                msg = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                    corrupt = "fingerprint mismatch (the arrays changed after they were saved)"
+            if corrupt is not None:
                 print(
-                    f"[ladder.train] checkpoint {self.shown_as}/{step} is unreadable ({msg}); "
-                    "falling back to the previous checkpoint",
+                    f"[ladder.train] checkpoint {self.shown_as}/{step} is corrupt ({corrupt}); moved to "
+                    "checkpoints.corrupt/, falling back to the previous checkpoint",
                     file=sys.stderr,
                     flush=True,
                 )

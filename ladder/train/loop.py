@@ -13,8 +13,11 @@ FSDP-sharded); on one device the jitted functions are plain ``jax.jit`` as they 
 
 At a boundary step s, in order: eval (if due), WSD cooldown branches starting at s, checkpoint (if
 due). SIGTERM sets a flag checked after every chunk: the loop checkpoints, then re-raises SIGTERM
-with the previous handler. A non-finite loss ends the run FAILED (result.json says where and why);
-``train`` returns that result, or raises :class:`Diverged` when ``raise_on_divergence=True``.
+with the previous handler. ``should_stop`` (a stopping ladder driver's request) is checked at the
+same points: the loop checkpoints and returns ``{"status": "INTERRUPTED"}``. A non-finite loss ends
+the run FAILED (result.json says where and why); ``train`` returns that result, or raises
+:class:`Diverged` when ``raise_on_divergence=True``. Outputs written for another config (or seed)
+are refused with :class:`TrainConfigMismatch`, naming the fields that differ.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import jax
@@ -43,6 +45,7 @@ from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import Functional, build, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
+from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
 from ladder.train.parallel import Layout, plan
 
 DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
@@ -148,10 +151,6 @@ def _segments(start: int, end: int, k: int) -> list[tuple[int, int]]:
     return out
 
 
-def _finite(x) -> bool:
-    return x is not None and isinstance(x, float | int) and math.isfinite(x)
-
-
 class _Sigterm:
     def __init__(self):
         self.flag = False
@@ -192,6 +191,7 @@ def train(
     raise_on_divergence: bool = False,
     steps_per_call: int | None = None,
     dispatch: str = "capacity",
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
@@ -215,6 +215,8 @@ def train(
         total_steps = rung.steps
         stop = total_steps if max_steps is None else max(1, min(total_steps, int(max_steps)))
 
+        config = {"rung": to_dict(rung), "data": to_dict(data)}
+        check_same_config(out / "train_config.json", config, output.url or str(out))
         prev = out / "result.json"
         if prev.exists():
             try:
@@ -227,7 +229,7 @@ def train(
             except (ValueError, OSError):
                 pass
             prev.unlink(missing_ok=True)
-        write_json_atomic(out / "train_config.json", {"rung": to_dict(rung), "data": to_dict(data)})
+        write_json_atomic(out / "train_config.json", config)
 
         mspec = rung.model
         seed = int(rung.seed)
@@ -260,6 +262,10 @@ def train(
             restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
         if restored is not None:
             start, params, bias, opt_state, meta = restored
+            if int(np.asarray(meta["seed"])) != seed:
+                raise TrainConfigMismatch(f"{output.url or out}: its checkpoint at step {start} was trained with seed "
+                                          f"{int(np.asarray(meta['seed']))}, this run has seed {seed}; "
+                                          "train into another directory or remove it")
             output.checkpoint(ckpt.max_to_keep)  # a corrupt checkpoint was moved aside: the URL's copy goes too
             if layout is not None:
                 params, bias, opt_state = layout.place(params, bias, opt_state)
@@ -294,6 +300,10 @@ def train(
 
         sigterm = _Sigterm()
         sigterm.install()
+
+        def stopping() -> bool:
+            return sigterm.flag or (should_stop is not None and bool(should_stop()))
+
         state = {
             "last_finite": metrics_w.rows_kept[-1] if metrics_w.rows_kept else None,
             "eval": eval_w.rows_kept[-1] if eval_w.rows_kept else None,
@@ -368,7 +378,7 @@ def train(
                 if failed is not None:
                     return p, b, o, failed, s0
                 p, b, o = p_new, b_new, o_new
-                if sigterm.flag:
+                if stopping():
                     return p, b, o, None, s0 + n
             return p, b, o, None, end
 
@@ -438,7 +448,7 @@ def train(
                    "flops": end_b * tokens_per_step * fpt}
             if failed is not None:
                 rec.update(status="FAILED", failed_step=failed, final_eval_loss=None, final_train_loss=None)
-            elif sigterm.flag:
+            elif stopping():
                 return
             else:
                 ev = run_eval(p2, b2, end_b)
@@ -466,13 +476,14 @@ def train(
                 )
                 if failed_step is not None:
                     break
-                if sigterm.flag:
+                if reached < bnd or stopping():
                     s = reached
                     save(s)
                     ckpt.close()
                     for w in (metrics_w, eval_w, events_w):
                         w.close()
-                    sigterm.restore_and_reraise()
+                    if sigterm.flag:
+                        sigterm.restore_and_reraise()
                     return {"status": "INTERRUPTED", "steps": s}
                 s = bnd
                 if s % eval_every == 0 or s == stop:
@@ -488,7 +499,7 @@ def train(
         finally:
             sigterm.uninstall()
 
-        result = _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
+        result = summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
                          fpt, wall(), branch_rows, s, layout)
         if failed_step is not None:
             events_w.write({"step": failed_step, "event": "divergence", "metric": "loss", "value": None,
@@ -502,56 +513,3 @@ def train(
         if failed_step is not None and raise_on_divergence:
             raise Diverged(result)
         return result
-
-
-def write_json_lines(path: Path, rows: list[dict]) -> None:
-    import json
-
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.replace(tmp, path)
-
-
-def _result(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step, fpt,
-            wall_s, branch_rows, step, layout) -> dict:
-    m = rung.model
-    all_rows = read_jsonl(metrics_w.path)
-    tail = [r["loss"] for r in all_rows[-5:] if _finite(r.get("loss"))]
-    ev = state["eval"]
-    done_step = failed_step - 1 if failed_step is not None else step
-    res = {
-        "name": rung.name,
-        "status": "SUCCESS" if failed_step is None else "FAILED",
-        "complete": failed_step is None and stop == total_steps,
-        "final_train_loss": float(np.mean(tail)) if tail else None,
-        "final_eval_loss": ev["eval_loss"] if ev else None,
-        "final_eval_loss_by_domain": {d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains} if ev else {},
-        "final_bpb": ev["bpb"] if ev else None,
-        "final_bpb_by_domain": {d.name: ev[f"bpb/{d.name}"] for d in mixture.domains} if ev else {},
-        "params_total": m.params_total,
-        "params_active": m.params_active,
-        "params_non_embedding": m.params_non_embedding,
-        "tokens": done_step * tokens_per_step,
-        "steps": done_step,
-        "total_steps": total_steps,
-        "flops": done_step * tokens_per_step * fpt,
-        "flops_per_token": fpt,
-        "wall_s": wall_s,
-        "tokens_per_s": state["tokens_timed"] / state["time_timed"] if state["time_timed"] > 0 else None,
-        "seed": rung.seed,
-        "batch_size": rung.batch_size,
-        "seq_len": rung.seq_len,
-        "lr": rung.lr,
-        "devices": layout.n if layout is not None else 1,
-        "parallel": layout.mode if layout is not None else "single",
-        "branches": branch_rows,
-    }
-    if failed_step is not None:
-        res["failed_step"] = failed_step
-        res["message"] = (
-            f"{rung.name}: loss became non-finite at step {failed_step} (lr {rung.lr:g}); "
-            f"the last finite metrics are from step {state['last_finite']['step'] if state['last_finite'] else 0}. "
-            "Lower optim.lr, raise warmup, or enable qk_norm / z_loss."
-        )
-        res["last_finite_metrics"] = state["last_finite"]
-    return res

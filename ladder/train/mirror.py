@@ -37,7 +37,7 @@ CORRUPT = "checkpoints.corrupt"  # where the Checkpointer moves an unreadable ch
 MIRROR_EVERY_S = float(os.environ.get("LADDER_MIRROR_EVERY_S", "10"))
 # The executor's own files in a step dir (status, leases, provenance, progress): never pulled, so
 # never pushed back over the executor's newer copies.
-EXECUTOR_FILES = frozenset({"step.json", "progress.json", "error.txt"})
+EXECUTOR_FILES = frozenset({"step.json", "progress.json", "error.txt", "inputs.json"})
 
 
 def is_remote(url: str | os.PathLike) -> bool:

@@ -53,3 +53,18 @@ def crash(config, ctx):
     """Kills its own worker process (a system failure, which Ray retries)."""
     _log(ctx)
     os._exit(1)
+
+
+def resumable(config, ctx):
+    """A step that, like the trainer, returns what its directory already holds (result.json from an earlier
+    run) and records what it found there, so a test sees whether a rerun started from nothing."""
+    _log(ctx)
+    found = sorted(n for n in os.listdir(ctx.out_dir) if not n.startswith("."))
+    previous = os.path.join(ctx.out_dir, "result.json")
+    if os.path.exists(previous):
+        with open(previous) as f:
+            return {**json.load(f), "found": found}
+    if ctx.name in ctx.runtime.get("fail", ()):
+        raise RuntimeError(f"{ctx.name} failed on purpose")
+    ctx.write_json("output.json", {"run_id": ctx.run_id})
+    return {"run_id": ctx.run_id, "pid": os.getpid(), "found": found}

@@ -20,11 +20,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NAMES = ["rung_1", "rung_2", "fit", "gate", "hero", "report"]
 
 
-def start_driver(root, log, sleep, tmpdirs, lease_timeout=4.0):
+def start_driver(root, log, sleep, tmpdirs, lease_timeout=4.0, **extra_env):
     ray_tmp = tempfile.mkdtemp(prefix="rl-", dir="/tmp")  # short: Ray's socket path limit
     tmpdirs.append(ray_tmp)
     env = {**os.environ, "RAY_TMPDIR": ray_tmp, "LADDER_LEASE_TIMEOUT": str(lease_timeout), "LADDER_HEARTBEAT": "0.5",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1", **extra_env}
     env.pop("RAY_ADDRESS", None)
     return subprocess.Popen([sys.executable, os.path.join(HERE, "exec_driver.py"), str(root), log, json.dumps(sleep)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -114,7 +114,8 @@ def test_sigterm_releases_running_steps_at_once(tmp_path, log, tmpdirs):
     steps = ladder_steps(gate_pass=True)
     ex = Executor(str(root), "lad")
     nodes = ex.graph(steps)
-    proc = start_driver(root, log, {"rung_1": 30.0, "rung_2": 30.0}, tmpdirs)
+    # These steps never look at ctx.stop_requested: after the stop grace (1 s here) they are cancelled.
+    proc = start_driver(root, log, {"rung_1": 30.0, "rung_2": 30.0}, tmpdirs, LADDER_STOP_GRACE="1")
     try:
         deadline = time.time() + 90
         while not count_runs(log).get("rung_1") and time.time() < deadline:

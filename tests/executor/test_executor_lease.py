@@ -64,7 +64,8 @@ def test_one_claim_wins_and_the_lease_is_live(store):
 def test_stale_lease_is_taken_over_by_exactly_one(store):
     d = store.join(store.root, "l", "s-abc")
     store.makedirs(d)
-    assert try_claim(store, d, read_state(store, d), run_id="dead", reason="new", owner="deadhost:1:x")
+    assert try_claim(store, d, read_state(store, d), run_id="dead", reason="new", owner="deadhost:1:x",
+                     heartbeat=0.05)
     time.sleep(0.3)
     st = read_state(store, d)
     assert st.live(timeout=5.0)
@@ -78,7 +79,7 @@ def test_stale_lease_is_taken_over_by_exactly_one(store):
 def test_heartbeat_keeps_a_lease_live_and_stops_after_the_end(store):
     d = store.join(store.root, "l", "s-abc")
     store.makedirs(d)
-    assert try_claim(store, d, read_state(store, d), run_id="r1", reason="new")
+    assert try_claim(store, d, read_state(store, d), run_id="r1", reason="new", heartbeat=0.05)
     time.sleep(0.3)
     assert not read_state(store, d).live(timeout=0.2)
     assert beat(store, d, "r1")
@@ -87,3 +88,57 @@ def test_heartbeat_keeps_a_lease_live_and_stops_after_the_end(store):
     assert not beat(store, d, "r1")  # never resurrects a finished step
     assert read_state(store, d).state == SUCCESS
     assert write_final(store, d, "someone-else", SUCCESS) is None  # only the owner commits
+
+
+def test_a_lease_records_its_owners_heartbeat_and_readers_give_it_that_long(store):
+    """A driver that beats every 30 s is alive 40 s after its last beat, even to a reader whose own
+    timeout is 10 s: liveness allows MISSED_BEATS of the owner's recorded interval."""
+    d = store.join(store.root, "l", "s-abc")
+    store.makedirs(d)
+    assert try_claim(store, d, read_state(store, d), run_id="slow", reason="new", heartbeat=30.0)
+    st = read_state(store, d)
+    assert st.status["heartbeat_interval"] == 30.0 and st.lease["heartbeat_interval"] == 30.0
+    beat_at = float(st.status["heartbeat"])
+    assert st.live(timeout=10.0, now=beat_at + 40.0)
+    assert not st.live(timeout=10.0, now=beat_at + 91.0)  # three beats missed: stale
+
+
+def test_a_store_without_exclusive_create_is_warned_about_once_and_one_that_cannot_write_is_refused(capfd):
+    """Defect (issue 19): exclusive create fell back to exists-then-put without a word, so two drivers on
+    such a store could both claim a step; a backend that cannot write at all crashed with a traceback.
+    The backend here is fsspec's memory filesystem with exclusive create taken away, as e.g. WebDAV
+    or HTTP backends have none."""
+    import uuid
+
+    import fsspec
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from ladder.executor.store import ConfigError
+
+    class NoExclusive(MemoryFileSystem):
+        protocol = "noxb"
+        store = {}
+        pseudo_dirs = [""]
+        writable = True
+
+        def open(self, path, mode="rb", **kw):
+            if "x" in mode:
+                raise NotImplementedError("exclusive create")
+            return super().open(path, mode, **kw)
+
+        def pipe_file(self, path, value, **kw):
+            if not self.writable:
+                raise NotImplementedError("read-only backend")
+            return super().pipe_file(path, value, **kw)
+
+    fsspec.register_implementation("noxb", NoExclusive, clobber=True)
+    store = Store(f"noxb://root-{uuid.uuid4().hex[:6]}")
+    d = store.join(store.root, "l", "s")
+    assert store.create_exclusive(store.join(d, ".lease-1"), b"a")
+    assert not store.create_exclusive(store.join(d, ".lease-1"), b"b")
+    assert store.create_exclusive(store.join(d, ".lease-2"), b"c")
+    err = capfd.readouterr().err
+    assert err.count("has no exclusive create") == 1 and "run one driver at a time" in err
+    NoExclusive.writable = False
+    with pytest.raises(ConfigError, match="can neither create a file exclusively nor write one"):
+        store.create_exclusive(store.join(d, ".lease-3"), b"d")

@@ -167,7 +167,8 @@ def test_waits_for_a_live_owner_and_uses_its_result(ray_local, tmp_path, log):
     steps = ladder_steps(gate_pass=True)
     d = ex.graph(steps)["rung_1"].dir
     ex.store.makedirs(d)
-    assert try_claim(ex.store, d, read_state(ex.store, d), run_id="other-run", reason="new", owner="other:1:a")
+    assert try_claim(ex.store, d, read_state(ex.store, d), run_id="other-run", reason="new", owner="other:1:a",
+                     heartbeat=0.3)
 
     def other_driver():  # heartbeats past the lease timeout, then commits a result
         for _ in range(12):
@@ -192,7 +193,8 @@ def test_stale_lease_is_taken_over(ray_local, tmp_path, log):
     steps = ladder_steps(gate_pass=True)
     d = ex.graph(steps)["rung_1"].dir
     ex.store.makedirs(d)
-    assert try_claim(ex.store, d, read_state(ex.store, d), run_id="dead-run", reason="new", owner="deadhost:1:x")
+    assert try_claim(ex.store, d, read_state(ex.store, d), run_id="dead-run", reason="new", owner="deadhost:1:x",
+                     heartbeat=0.2)
     time.sleep(1.2)  # the dead owner never heartbeats
     plan = {e.name: e for e in ex.plan(steps)}
     assert plan["rung_1"].action == "run" and plan["rung_1"].reason.startswith("lease expired (owner deadhost:1:x")

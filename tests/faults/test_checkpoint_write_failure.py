@@ -80,7 +80,7 @@ def _break_then_resume(tmp_path: Path, disk: Path, break_disk, repair_disk, erro
     result = train(rung, data, out)
     printed = capfd.readouterr()
     assert "resumed from step 16" in printed.out + printed.err
-    assert "unreadable" not in printed.out + printed.err
+    assert "corrupt" not in printed.out + printed.err
     assert result["status"] == "SUCCESS" and result["steps"] == 64
 
 

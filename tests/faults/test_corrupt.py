@@ -59,3 +59,74 @@ def test_submit_reruns_only_the_step_with_a_corrupt_status(tmp_path, ray_local):
     assert prov["reason"].startswith("corrupt .status")
     after = {n: json.load(open(os.path.join(nodes[n].dir, ".status")))["run_id"] for n in nodes}
     assert after["a"] == before["a"] and after["c"] == before["c"] and after["b"] != before["b"]
+
+
+# ---- checkpoints: only proven corruption is set aside (issue 19 item 5, issue 15's exit tracebacks)
+
+CKPT_SCRIPT = """
+import sys
+from pathlib import Path
+import numpy as np
+from ladder.train.checkpoint import Checkpointer
+d, mode = Path(sys.argv[1]), sys.argv[2]
+rows = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+params = {"w": np.arange(rows * 30, dtype=np.float32).reshape(rows, 30), "b": np.ones(30, np.float32)}
+opt = (np.zeros((rows, 30), np.float32), np.ones(30, np.float32))
+meta = {"step": 0, "seed": 0, "wall_s": 0.0}
+ck = Checkpointer(d)
+if mode == "save":
+    for s in (4, 8):
+        ck.save(s, {k: v + s for k, v in params.items()}, {}, opt, {**meta, "step": s})
+else:
+    got = ck.restore_latest(params, {}, opt, meta)
+    print("RESTORED", got[0] if got else None, float(got[1]["w"][0, 0]) if got else None, flush=True)
+ck.close()
+"""
+
+
+def _ckpt(tmp_path, *args, check=True):
+    import subprocess
+    import sys
+
+    script = tmp_path / "ckpt.py"
+    script.write_text(CKPT_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "checkpoints"), *args], capture_output=True,
+                          text=True, timeout=300)
+    assert not check or proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def _truncate_arrays(step_dir: Path) -> int:
+    n = 0
+    for f in step_dir.rglob("*"):
+        if f.is_file() and f.parent.name == "d" and f.stat().st_size > 0:  # ocdbt's array data files
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+            n += 1
+    return n
+
+
+def test_a_truncated_checkpoint_is_set_aside_and_nothing_prints_at_exit(tmp_path):
+    """The restore used to let orbax read the cut-off arrays: it fell back, but the tensorstore futures
+    it left printed 'Task exception was never retrieved' / 'Event loop is closed' tracebacks at exit.
+    Now the manifest proves the corruption before orbax reads anything."""
+    _ckpt(tmp_path, "save")
+    assert _truncate_arrays(tmp_path / "checkpoints" / "8")
+    proc = _ckpt(tmp_path, "load")
+    out = proc.stdout + proc.stderr
+    assert "RESTORED 4 4.0" in proc.stdout, out
+    assert "checkpoints/8 is corrupt" in proc.stderr and "falling back" in proc.stderr, out
+    for noise in ("Traceback", "never retrieved", "Exception ignored", "Event loop is closed"):
+        assert noise not in out, out
+    assert (tmp_path / "checkpoints.corrupt" / "8").is_dir()  # set aside, not deleted
+
+
+def test_a_restore_that_fails_for_another_reason_stops_loudly_and_keeps_every_checkpoint(tmp_path):
+    """A model whose shapes changed (here 21 rows instead of 20) cannot restore the checkpoints: that is
+    not corruption, so the run stops with the reason instead of moving them aside and restarting at 0."""
+    _ckpt(tmp_path, "save")
+    proc = _ckpt(tmp_path, "load", "21", check=False)
+    assert proc.returncode != 0
+    assert "CheckpointRestoreError" in proc.stderr and "checkpoints/8 does not fit this model" in proc.stderr
+    assert "params.w was saved as (20, 30)" in proc.stderr and "its files are intact, so it was kept" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir() if p.name.isdigit()) == ["4", "8"]
+    assert not (tmp_path / "checkpoints.corrupt").exists()

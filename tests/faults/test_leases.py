@@ -205,7 +205,8 @@ def test_an_owner_that_beats_again_before_the_claim_keeps_its_step(tmp_path, ray
     steps = [Step("s", fault_steps.sleeper, {"sleep": 0.1})]
     d = ex.graph(steps)["s"].dir
     store.makedirs(d)
-    assert try_claim(store, d, read_state(store, d), run_id="other", reason="new", owner="other-driver")
+    assert try_claim(store, d, read_state(store, d), run_id="other", reason="new", owner="other-driver",
+                     heartbeat=0.2)
     st = store.read_json(status_path(store, d))
     st["heartbeat"] = time.time() - 10  # the owner looks dead when the submit assesses the step
     store.write_json(status_path(store, d), st)

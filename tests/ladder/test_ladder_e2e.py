@@ -96,6 +96,11 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
     assert (steps["predict"]["dir"] / "prediction.json").stat().st_mtime < hero_status["start"]
     forecasts = pd.read_json(steps["hero"]["dir"] / "forecasts.jsonl", lines=True)
     assert len(forecasts) >= 2 and forecasts["at_step"].is_monotonic_increasing
+    # The forecasts were made against this prediction (one prior per forecasts file).
+    import hashlib
+
+    prior = json.loads((steps["hero"]["dir"] / "forecast_prior.json").read_text())
+    assert prior["sha256"] == hashlib.sha256((steps["predict"]["dir"] / "hero_curve.csv").read_bytes()).hexdigest()
     report_dir = steps["report"]["dir"]
     for name in ("report.json", "report.html", "hero.png", "law.png", "rung_curves.png", "curve.csv"):
         assert (report_dir / name).stat().st_size > 0, name
@@ -135,8 +140,14 @@ def test_resubmit_runs_nothing(smoke_root):
     assert {k: v["run_id"] for k, v in after.items()} == {k: v["run_id"] for k, v in before.items()}
 
 
-def test_rerun_one_rung_refreshes_the_analysis_not_the_hero(smoke_root):
+def test_rerun_one_rung_retrains_it_and_refreshes_the_analysis_not_the_hero(smoke_root):
+    import time
+
     before = current(smoke_root)
+    rung = before["rung_2"]["dir"]
+    old_result = json.loads((rung / "result.json").read_text())
+    old_rows = pd.read_json(rung / "metrics.jsonl", lines=True)
+    started = time.time()
     proc = run_cli("rerun", SMOKE, "rung_2", "--root", str(smoke_root), "--no-progress")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     after = current(smoke_root)
@@ -144,6 +155,24 @@ def test_rerun_one_rung_refreshes_the_analysis_not_the_hero(smoke_root):
     assert changed == {"rung_2", "fit", "predict", "gate", "report"}
     prov = json.loads((after["fit"]["dir"] / "step.json").read_text())
     assert prov["reason"].startswith("forced")
+    # The rung really trained again from step 0 (it used to hand back its old result.json): every output
+    # file and checkpoint is new, every row was written again, and it did not resume from a checkpoint.
+    assert after["rung_2"]["dir"] == rung
+    for name in ("metrics.jsonl", "eval.jsonl", "result.json", "train_config.json"):
+        assert (rung / name).stat().st_mtime > started, name
+    checkpoints = [p for p in (rung / "checkpoints").iterdir() if p.name.isdigit()]
+    assert checkpoints and all(p.stat().st_mtime > started for p in checkpoints)
+    new_result = json.loads((rung / "result.json").read_text())
+    new_rows = pd.read_json(rung / "metrics.jsonl", lines=True)
+    assert new_result["steps"] == old_result["steps"] and new_result["wall_s"] != old_result["wall_s"]
+    assert list(new_rows["step"]) == list(old_rows["step"])
+    assert (new_rows["wall_s"] != old_rows["wall_s"]).all()  # no row kept from the first run
+    assert "rung_2: resumed from step" not in proc.stdout + proc.stderr
+    # Same seed, same data: the retrained rung lands where the first run did (to float rounding).
+    assert new_result["final_eval_loss"] == pytest.approx(old_result["final_eval_loss"], rel=1e-4)
+    rung_prov = json.loads((rung / "step.json").read_text())
+    assert rung_prov["reason"] == "forced" and rung_prov["previous_outputs"] is None
+    assert not list((smoke_root / "smoke" / ".replaced").iterdir())  # the old outputs went once it succeeded
 
 
 def test_notebook_walks_through_the_finished_ladder(smoke_root, tmp_path):

@@ -152,7 +152,7 @@ def test_corrupt_newest_checkpoint_falls_back(reference, moe_rung, data_spec, tm
             f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])  # truncate the array data
     result = train(moe_rung, data_spec, out, max_steps=20)
     err = capfd.readouterr().err
-    assert "checkpoints/12 is unreadable" in err and "falling back" in err
+    assert "checkpoints/12 is corrupt" in err and "falling back" in err
     assert result["steps"] == 20
     got = pd.read_json(out / "metrics.jsonl", lines=True)
     ref = pd.read_json(ref_out / "metrics.jsonl", lines=True)

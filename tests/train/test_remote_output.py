@@ -120,7 +120,7 @@ def test_corrupt_newest_checkpoint_in_the_bucket_falls_back(rung, data_spec, ref
 
     result = train(rung, data_spec, url, max_steps=20)
     err = capfd.readouterr().err
-    assert f"checkpoint {url}/checkpoints/12 is unreadable" in err and "falling back" in err
+    assert f"checkpoint {url}/checkpoints/12 is corrupt" in err and "falling back" in err
     assert result["steps"] == 20
     assert _losses(fs, url) == reference[:20]
     fs.invalidate_cache()
