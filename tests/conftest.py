@@ -19,6 +19,12 @@ for var, sub in {
     "JAX_COMPILATION_CACHE_DIR": "jax-cache",
 }.items():
     os.environ.setdefault(var, os.path.join(_ISOLATED, sub))
+# The compile cache above caches every program, as the trainer's own cache beside a ladder's root does
+# (ladder/train/compile_cache.py, which stands aside when this variable is set): JAX's default caches
+# only compiles over a second, and the suite's many runs of the same tiny rungs compiled each again.
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# A size bound turns on JAX's file lock around cache reads and writes (Ray workers share the folder).
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2 << 30))
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -27,12 +27,19 @@ from conftest import (
 
 pytestmark = pytest.mark.slow
 
-R1_STEPS = 20_000
+# rung_1 is killed mid-run, after its first checkpoint, and all it trains after the kill is time the
+# test waits: 8000 steps, checkpointed every 400. Measured on the loaded 2-core machine: rung_1 ran at
+# about 410 steps/s and the node went down at step 2800-3200 (kill-node takes seconds there), a third
+# of the way in. (It was 20 000 steps, checkpointed every 1000: the test took 372 s, now 150 s.)
+R1_STEPS = 8_000
 
 
 @pytest.fixture
 def cluster(local_cluster):
-    lines, sh, env = local_cluster(2, 1)
+    # The head declares a SIGKILLed node dead after 5 missed health checks: one a second, not Ray's 3 s,
+    # so the killed rung is retried sooner. A missed check is a refused connection, not a slow reply
+    # (each check still waits Ray's 10 s for an answer), so a loaded but live node is not declared dead.
+    lines, sh, env = local_cluster(2, 1, RAY_health_check_period_ms="1000")
     return lines[-1], sh, env
 
 
@@ -48,7 +55,7 @@ def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, 
     node_sids = {Path(f).stem: int(open(f).read()) for f in Path(env["LADDER_RAY_TMP"], "nodes").glob("*.sid")}
     assert set(node_sids) == {"head", "worker_1", "worker_2"}
     root = tmp_path / "runs"
-    sets = ["--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1000",
+    sets = ["--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=400",
             "--set", "rungs[0].eval_every=5000"]
     driver = start_cli("submit", TINY, "--root", str(root), "--no-progress", "--force", *sets,
                        log=tmp_path / "driver.log", RAY_ADDRESS=address)
