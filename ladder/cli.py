@@ -257,16 +257,19 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
     names = [r.name for r in spec.all_runs()]
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
-    from ladder.train.checkpoint import CheckpointRestoreError
-    from ladder.train.loop import TrainConfigMismatch
-
     try:
         result = stages.train_alone(spec, rung_name, max_steps=steps)
-    except TrainConfigMismatch as e:
-        raise UserError(f"train: {e}") from None
-    except CheckpointRestoreError as e:
-        click.echo(f"train: {e}", err=True)
-        return EXIT_FAILED
+    except Exception as e:
+        # Imported only now: they import JAX, which must start after train_alone set XLA's flags.
+        from ladder.train.checkpoint import CheckpointRestoreError
+        from ladder.train.outputs import TrainConfigMismatch
+
+        if isinstance(e, TrainConfigMismatch):
+            raise UserError(f"train: {e}") from None
+        if isinstance(e, CheckpointRestoreError):
+            click.echo(f"train: {e}", err=True)
+            return EXIT_FAILED
+        raise
     flat = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
     if as_json:
         click.echo(json.dumps(flat, indent=2, default=str))
