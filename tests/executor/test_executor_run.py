@@ -249,13 +249,15 @@ def test_infeasible_resources_fail_with_one_line_on_a_local_ray(ray_local, tmp_p
     assert "needs 64 GPU" in s.steps["big"].error and "big" not in count_runs(log)
 
 
-def test_progress_view_renders_running_steps(ray_local, tmp_path, log, capsys):
+def test_progress_view_renders_running_steps(ray_local, tmp_path, log, capsys, monkeypatch):
+    # stderr is captured, not a terminal: the view prints plain lines (every progress move, here)
+    monkeypatch.setenv("LADDER_PROGRESS_INTERVAL", "0")
     ex = ex_for(tmp_path / "runs", show_progress=True)
     s = ex.run(ladder_steps(gate_pass=True)[:2], runtime={"log": log, "sleep": {"rung_1": 1.0, "rung_2": 1.0}})
     assert s.ok
     err = capsys.readouterr().err
-    assert "tokens/s" in err and "2/2 done" in err
-    assert "rung_1  success" in err and "4/4" in err and "0.2500" in err  # the last progress it reported
+    assert "tokens/s" in err and "2/2 done" in err and "rung_1: started" in err
+    assert "rung_1: SUCCESS after" in err and "loss 0.2500" in err  # the last progress it reported
 
 
 def test_plan_on_an_fsspec_url(tmp_path):
