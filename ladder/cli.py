@@ -22,6 +22,7 @@ from ladder.cli_base import (
     spec_argument,
 )
 from ladder.cli_options import address_option, example, json_option, root_option, table_width
+from ladder.plan_costs import print_plan as _print_plan
 from ladder.spec import LadderSpec
 
 
@@ -157,40 +158,6 @@ def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, rerun_sta
                 accelerator=accelerator if chip_peak is None else f"{chip_peak:.3g} FLOP/s", chips=chips,
                 rerun_stale=rerun_stale)
     return 0
-
-
-def _print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None,
-                rerun_stale=False) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from ladder import plan_costs, stages
-
-    entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
-    rows = []
-    for e in entries:
-        hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
-        rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
-                     "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
-    runs = plan_costs.run_figures(spec, mfu, chip_peak, chips)
-    if as_json:
-        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
-                               "steps": rows, "runs": runs}, indent=2))
-        return
-    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {accelerator}, {chip_peak:.3g} FLOP/s)")
-    for col in ("step", "action", "reason", "hash", "FLOPs", "accel-h", "path"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(r["step"], r["action"], r["reason"], r["hash"], f"{r['flops']:.3g}" if r["flops"] else "-",
-                      f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
-    total = sum(r["flops"] for r in rows)
-    Console(width=table_width()).print(table)
-    stale = [r["step"] for r in rows if r["stale"] and r["action"] == "skip"]
-    if stale:
-        click.echo(f"stale (code changed since they ran; --rerun-stale reruns them): {', '.join(stale)}")
-    click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
-    for line in plan_costs.lines(runs, accelerator, mfu, chips):
-        click.echo(line)
 
 
 @main.command(epilog=example(

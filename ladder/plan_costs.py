@@ -6,6 +6,11 @@ named MFU, and the hero's wall-clock days on a number of those accelerators.
 
 from __future__ import annotations
 
+import json
+
+import click
+
+from ladder.cli_options import table_width
 from ladder.spec import LadderSpec
 
 
@@ -56,3 +61,38 @@ def lines(runs: list[dict], accelerator: str, mfu: float, chips: int | None) -> 
         else:
             out.append("  give --chips N for its wall-clock days on N accelerators")
     return out
+
+
+def print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None,
+                rerun_stale=False) -> None:
+    """The plan `ladder plan` (and `submit`/`rerun --dry-run`) prints: each step and its cost, then every run's."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ladder import stages
+
+    entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
+    rows = []
+    for e in entries:
+        hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
+        rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
+                     "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
+    runs = run_figures(spec, mfu, chip_peak, chips)
+    if as_json:
+        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
+                               "steps": rows, "runs": runs}, indent=2))
+        return
+    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {accelerator}, {chip_peak:.3g} FLOP/s)")
+    for col in ("step", "action", "reason", "hash", "FLOPs", "accel-h", "path"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["step"], r["action"], r["reason"], r["hash"], f"{r['flops']:.3g}" if r["flops"] else "-",
+                      f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
+    total = sum(r["flops"] for r in rows)
+    Console(width=table_width()).print(table)
+    stale = [r["step"] for r in rows if r["stale"] and r["action"] == "skip"]
+    if stale:
+        click.echo(f"stale (code changed since they ran; --rerun-stale reruns them): {', '.join(stale)}")
+    click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
+    for line in lines(runs, accelerator, mfu, chips):
+        click.echo(line)

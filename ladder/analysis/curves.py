@@ -30,16 +30,21 @@ def _law_at(result, n: float, tokens: np.ndarray, flops_per_token: float) -> np.
     return result.model().predict(tokens * flops_per_token)
 
 
-def schedule_factors(points: pd.DataFrame, dep_dirs: dict[str, str], result, grid: np.ndarray,
-                     names: list[str] | None = None) -> pd.DataFrame:
-    """Per rung, smoothed train loss / law(N, tokens so far) at run fractions `grid`."""
-    rows = []
+def _final_rung_curves(points: pd.DataFrame, dep_dirs: dict[str, str], names=None):
+    """(run row, train-loss curve) of each finished rung (of ``names``) long enough to fit a curve to."""
     for _, run in points[points["kind"] == "final"].iterrows():
         if names is not None and run["name"] not in names:
             continue
         curve = rung_curve(dep_dirs[run["name"]])
-        if len(curve) < 8:
-            continue
+        if len(curve) >= 8:
+            yield run, curve
+
+
+def schedule_factors(points: pd.DataFrame, dep_dirs: dict[str, str], result, grid: np.ndarray,
+                     names: list[str] | None = None) -> pd.DataFrame:
+    """Per rung, smoothed train loss / law(N, tokens so far) at run fractions `grid`."""
+    rows = []
+    for run, curve in _final_rung_curves(points, dep_dirs, names):
         frac = curve["step"].to_numpy(float) / float(curve["step"].max())
         loss = smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 25))
         law = _law_at(result, run["params"], curve["tokens"].to_numpy(float), run["flops_per_token"])
@@ -67,12 +72,7 @@ def law_curve(result, factors: pd.DataFrame, n: float, steps: np.ndarray, total_
 def _curves_by_n(points: pd.DataFrame, dep_dirs: dict[str, str], names=None) -> dict[float, list[pd.DataFrame]]:
     """Each rung's train-loss curve, lightly smoothed (per-batch noise on tiny batches is large)."""
     out: dict[float, list[pd.DataFrame]] = {}
-    for _, run in points[points["kind"] == "final"].iterrows():
-        if names is not None and run["name"] not in names:
-            continue
-        curve = rung_curve(dep_dirs[run["name"]])
-        if len(curve) < 8:
-            continue
+    for run, curve in _final_rung_curves(points, dep_dirs, names):
         curve = curve.assign(loss=smooth(curve["loss"].to_numpy(float), max(1, len(curve) // 40)))
         curve = curve[curve["lr"] > 0]  # a schedule that anneals to exactly 0 has no log-lr at its last step
         out.setdefault(float(run["params"]), []).append(curve[["step", "lr", "loss"]])
