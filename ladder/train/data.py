@@ -27,6 +27,7 @@ import importlib.resources
 import io
 import json
 import math
+import os
 import re
 import sqlite3
 import sysconfig
@@ -49,12 +50,23 @@ class DataError(ValueError):
 # Documents from each kind of source.
 
 
-def _stdlib_py() -> Iterator[tuple[str, str]]:
+def stdlib_py_files() -> tuple[Path, list[Path]]:
+    """The standard library's folder and its ``.py`` files in ``sorted(Path)`` order, installed
+    packages left out. The walk prunes ``site-packages`` instead of globbing into it and filtering:
+    a base Python with packages installed holds several times more files there than the standard
+    library (3.5 s against 0.2 s here, paid by every training process and every plan)."""
     root = Path(sysconfig.get_paths()["stdlib"])
-    for path in sorted(root.rglob("*.py")):
+    files = []
+    for folder, subdirs, names in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d not in ("site-packages", "dist-packages")]
+        files.extend(Path(folder, n) for n in names if n.endswith(".py"))
+    return root, sorted(files)
+
+
+def _stdlib_py() -> Iterator[tuple[str, str]]:
+    root, files = stdlib_py_files()
+    for path in files:
         rel = path.relative_to(root)
-        if "site-packages" in rel.parts or "dist-packages" in rel.parts:
-            continue
         try:
             yield str(rel), path.read_text(encoding="utf-8", errors="replace")
         except OSError:

@@ -20,7 +20,6 @@ import importlib.util
 import json
 import os
 import sys
-import sysconfig
 import threading
 import uuid
 from pathlib import Path
@@ -68,7 +67,7 @@ def _save() -> None:
 def file_digest(path: Path) -> str:
     """sha256 of a file's bytes, cached by its size and mtime."""
     st = path.stat()
-    key = str(path.resolve())
+    key = os.path.abspath(path)  # not resolve(): realpath costs more than the stat, per file
     hit = _memo.get(key)
     if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
         return hit[2]
@@ -98,10 +97,7 @@ def _local(source: str) -> str:
 
 
 def _stdlib() -> str:
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files = [p for p in sorted(root.rglob("*.py"))
-             if not {"site-packages", "dist-packages"} & set(p.relative_to(root).parts)]
-    return _tree_digest(root, files)
+    return _tree_digest(*data_lib.stdlib_py_files())
 
 
 def _module_file(module: str) -> str:
