@@ -22,7 +22,7 @@ import numpy as np
 from flax import nnx
 
 from ladder.spec import ModelSpec
-from ladder.train import precision
+from ladder.train import init, precision
 from ladder.train.moe import MoE, RouterBias
 
 ONEHOT_EMBED = True
@@ -30,7 +30,7 @@ ONEHOT_EMBED = True
 
 class RMSNorm(nnx.Module):
     def __init__(self, dim: int, eps: float = 1e-6):
-        self.scale = nnx.Param(jnp.ones((dim,), jnp.float32))
+        self.scale = nnx.Param(init.ones((dim,)))
         self.eps = eps
 
     def __call__(self, x):
@@ -79,13 +79,12 @@ def causal_attention(q, k, v, block: int | None = None):
 
 
 class Attention(nnx.Module):
-    def __init__(self, spec: ModelSpec, *, rngs: nnx.Rngs):
+    def __init__(self, spec: ModelSpec, *, rngs: init.HostInit):
         d = spec.d_model
         self.n_heads, self.head_dim = spec.n_heads, spec.head_dim
         self.n_kv = spec.n_kv_heads or spec.n_heads  # grouped-query attention: K, V heads shared by groups of Q heads
-        init = nnx.initializers.normal(0.02)
-        self.wqkv = nnx.Param(init(rngs.params(), (d, d + 2 * self.n_kv * self.head_dim)))
-        self.wo = nnx.Param(init(rngs.params(), (d, d)) / math.sqrt(2 * spec.n_layers))
+        self.wqkv = nnx.Param(rngs.normal((d, d + 2 * self.n_kv * self.head_dim)))
+        self.wo = nnx.Param(rngs.normal((d, d), init.STD / math.sqrt(2 * spec.n_layers)))
         self.qk_norm = spec.qk_norm
         self.compute_dtype = spec.compute_dtype
         if spec.qk_norm:
@@ -118,10 +117,9 @@ class Attention(nnx.Module):
 
 
 class SwiGLU(nnx.Module):
-    def __init__(self, d: int, f: int, n_layers: int, *, rngs: nnx.Rngs, compute_dtype: str = "float32"):
-        init = nnx.initializers.normal(0.02)
-        self.w13 = nnx.Param(init(rngs.params(), (d, 2 * f)))  # gate and up projections, fused
-        self.w2 = nnx.Param(init(rngs.params(), (f, d)) / math.sqrt(2 * n_layers))
+    def __init__(self, d: int, f: int, n_layers: int, *, rngs: init.HostInit, compute_dtype: str = "float32"):
+        self.w13 = nnx.Param(rngs.normal((d, 2 * f)))  # gate and up projections, fused
+        self.w2 = nnx.Param(rngs.normal((f, d), init.STD / math.sqrt(2 * n_layers)))
         self.compute_dtype = compute_dtype
 
     def __call__(self, x):
@@ -130,7 +128,7 @@ class SwiGLU(nnx.Module):
 
 
 class Block(nnx.Module):
-    def __init__(self, spec: ModelSpec, *, rngs: nnx.Rngs, dispatch: str = "capacity", group_size: int = 0):
+    def __init__(self, spec: ModelSpec, *, rngs: init.HostInit, dispatch: str = "capacity", group_size: int = 0):
         self.attn_norm = RMSNorm(spec.d_model)
         self.attn = Attention(spec, rngs=rngs)
         self.mlp_norm = RMSNorm(spec.d_model)
@@ -150,15 +148,15 @@ class Block(nnx.Module):
 
 
 class Transformer(nnx.Module):
-    def __init__(self, spec: ModelSpec, *, rngs: nnx.Rngs, dispatch: str = "capacity", group_size: int = 0):
+    def __init__(self, spec: ModelSpec, *, rngs: init.HostInit, dispatch: str = "capacity", group_size: int = 0):
         self.spec = spec
-        self.embed = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (spec.vocab, spec.d_model)))
+        self.embed = nnx.Param(rngs.normal((spec.vocab, spec.d_model)))
         self.layers = nnx.List(
             [Block(spec, rngs=rngs, dispatch=dispatch, group_size=group_size) for _ in range(spec.n_layers)]
         )
         self.final_norm = RMSNorm(spec.d_model)
         if not spec.tie_embeddings:
-            self.head = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (spec.d_model, spec.vocab)))
+            self.head = nnx.Param(rngs.normal((spec.d_model, spec.vocab)))
 
     def __call__(self, tokens):
         """tokens (B, T) int -> (logits (B, T, V), per-layer MoE stats list or [])."""
@@ -220,7 +218,7 @@ class Functional:
 
 
 def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size: int = 0) -> Functional:
-    model = Transformer(spec, rngs=nnx.Rngs(seed), dispatch=dispatch, group_size=group_size)
+    model = Transformer(spec, rngs=init.HostInit(seed), dispatch=dispatch, group_size=group_size)
     graphdef, p_state, b_state = nnx.split(model, nnx.Param, RouterBias)
     p_leaves, p_def = jax.tree_util.tree_flatten_with_path(p_state)
     b_leaves, b_def = jax.tree_util.tree_flatten_with_path(b_state)

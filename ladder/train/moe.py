@@ -33,6 +33,7 @@ from flax import nnx
 
 from ladder.spec import ModelSpec
 from ladder.train import precision
+from ladder.train.init import STD, HostInit, zeros
 
 
 class RouterBias(nnx.Variable):
@@ -137,7 +138,7 @@ def dispatch_dense(x, idx, gates, w13, w2, n_experts: int):
 
 
 class MoE(nnx.Module):
-    def __init__(self, spec: ModelSpec, *, rngs: nnx.Rngs, dispatch: str = "capacity", group_size: int = 0):
+    def __init__(self, spec: ModelSpec, *, rngs: HostInit, dispatch: str = "capacity", group_size: int = 0):
         d, e, f = spec.d_model, spec.n_experts, spec.expert_d_ff
         width = spec.expert_latent or d  # latent experts: routed on x, computed in a narrower latent
         self.n_experts, self.top_k = e, spec.top_k
@@ -146,20 +147,20 @@ class MoE(nnx.Module):
         self.dispatch = dispatch
         self.group_size = group_size
         self.compute_dtype = spec.compute_dtype  # the experts' products; the router stays float32
-        init = nnx.initializers.normal(0.02)
-        self.router = nnx.Param(init(rngs.params(), (d, e)))
-        self.w13 = nnx.Param(init(rngs.params(), (e, width, 2 * f)))
-        self.w2 = nnx.Param(init(rngs.params(), (e, f, width)) / math.sqrt(2 * spec.n_layers))
+        out_std = STD / math.sqrt(2 * spec.n_layers)
+        self.router = nnx.Param(rngs.normal((d, e)))
+        self.w13 = nnx.Param(rngs.normal((e, width, 2 * f)))
+        self.w2 = nnx.Param(rngs.normal((e, f, width), out_std))
         self.latent = bool(spec.expert_latent)
         if self.latent:
-            self.latent_in = nnx.Param(init(rngs.params(), (d, width)))
-            self.latent_out = nnx.Param(init(rngs.params(), (width, d)))
-        self.bias = RouterBias(jnp.zeros((e,), jnp.float32))
+            self.latent_in = nnx.Param(rngs.normal((d, width)))
+            self.latent_out = nnx.Param(rngs.normal((width, d)))
+        self.bias = RouterBias(zeros((e,)))
         self.n_shared = spec.n_shared
         if spec.n_shared:
             fs = spec.n_shared * (spec.shared_d_ff or f)
-            self.shared_w13 = nnx.Param(init(rngs.params(), (d, 2 * fs)))
-            self.shared_w2 = nnx.Param(init(rngs.params(), (fs, d)) / math.sqrt(2 * spec.n_layers))
+            self.shared_w13 = nnx.Param(rngs.normal((d, 2 * fs)))
+            self.shared_w2 = nnx.Param(rngs.normal((fs, d), out_std))
 
     def __call__(self, x: jax.Array):
         b, t, d = x.shape
