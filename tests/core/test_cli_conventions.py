@@ -101,6 +101,30 @@ def test_one_rule_for_the_root(tmp_path):
     assert "LADDER_ROOT" in out
 
 
+def test_dashboard_json_names_where_it_serves(tmp_path):
+    # A real server process: --port 0 picks a free port, and the one JSON line is how a script learns it.
+    import subprocess
+    import sys
+    import urllib.request
+
+    (tmp_path / "root").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "ladder.cli", "dashboard", "--root", str(tmp_path / "root"),
+                             "--port", "0", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        d = json.loads(proc.stdout.readline())
+        assert set(d) == {"url", "api", "host", "port", "pid", "root"}
+        assert d["pid"] == proc.pid and d["port"] > 0 and d["url"] == f"http://127.0.0.1:{d['port']}/"
+        assert d["root"] == str((tmp_path / "root").resolve())
+        with urllib.request.urlopen(d["api"], timeout=30) as resp:
+            served = json.loads(resp.read())
+        assert Path(served["root"]).resolve() == Path(d["root"]) and served["ladders"] == []
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 def test_one_default_level():
     import fits
     from fits.hparams import fit_rule
