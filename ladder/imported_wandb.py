@@ -23,14 +23,13 @@ from typing import Any
 import pandas as pd
 
 from ladder.imported import ImportError_, check_results
+from ladder.publish.wandb_import import EVAL_KEYS, FLOPS_KEYS, TOKEN_KEYS
 
 PROJECT_RE = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)$")
 STEP_KEY = "_step"
-# The final loss in a run's summary: ours (result.json's final_eval_loss), then the usual eval keys.
-FINAL_KEYS = ("final_eval_loss", "eval/loss", "eval_loss", "eval/lm_loss")
-CURVE_KEYS = ("eval_loss", "eval/loss", "eval/lm_loss")
-TOKEN_KEYS = ("tokens", "throughput/total_tokens", "train/tokens", "total_tokens")
-FLOPS_KEYS = ("flops", "throughput/total_flops", "total_flops")
+# The eval loss of a curve: import-wandb's keys; of a final, ours (result.json's) first.
+CURVE_KEYS = EVAL_KEYS
+FINAL_KEYS = ("final_eval_loss", *EVAL_KEYS)
 PARAMS_KEYS = ("params_active",)
 DEFAULT_TIMEOUT_S = 30.0
 
