@@ -5,6 +5,9 @@ read by ladder.imported as before. Two parts, kept apart so the mapping is testa
 network: `fetch` (the API calls, one clear line on any failure, nothing written) and
 `rows_from_runs`, a pure function from W&B run objects and their history rows to our rows
 (name, loss, and step/tokens/params/flops), which ladder.imported then checks like a file's.
+Its tests (tests/ladder/test_import_results.py) run it on real wandb.apis.public.Run objects, built
+offline from the attributes the server sends; history rows are the plain dicts scan_history
+yields, which cannot be had without a server.
 
 Which spec run a W&B run records: the name our own logger puts in its config (`run.name`, or a
 training step's `rung.name`), else the run's display name. The newest run of each name wins (W&B

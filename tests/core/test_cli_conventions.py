@@ -66,6 +66,8 @@ def test_import_results_json(tmp_path):
     d = json.loads(out)
     assert d["n_rows"] == 2 and d["names"] == ["rung_1", "rung_2"] and Path(d["path"]).exists()
     assert d["kind"] == "results" and d["partial"] == {}
+    assert set(d) == {"ladder", "path", "kind", "n_rows", "names", "partial", "source", "skipped"}  # --from-wandb's too
+    assert d["source"] == str(csv) and d["skipped"] == []
 
 
 def test_status_check_exits_non_zero_when_a_step_failed(tmp_path):
