@@ -1,10 +1,11 @@
-"""Start-up cost of the command line, before and after issue 20's lazy imports.
+"""Start-up cost of the command line, before and after issue 20's lazy imports and faster fit.
 
 Each figure is the best of a few runs of a fresh process, end to end (interpreter start included),
 so another process on a busy machine costs a figure nothing but a repeat. "before" runs the
-sources of the commit before the change (BEFORE, extracted with `git archive` into a temp dir,
-same venv); "after" runs this checkout. The in-process fit time is printed too: what is left
-of `ladder fit` once the imports are paid is the fit itself (4,500 starts for Chinchilla).
+sources of the commit before the lazy imports (BEFORE), "lazy" those of the commit before the
+Chinchilla fit descended only its best starts (LAZY), each extracted with `git archive` into a
+temp dir, same venv; "after" runs this checkout. The in-process fit time is printed too: what is
+left of `ladder fit` once the imports are paid is the fit itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BEFORE = "0c395e1"  # the last commit before the lazy imports
+LAZY = "8df3c27"  # the last commit before the start filter and scipy-free polish of the Chinchilla fit
 REPEATS = 5
 TARGET_S = 1.5
 
@@ -48,7 +50,6 @@ def main() -> None:
         tmp = Path(tmp)
         csv = tmp / "chinchilla.csv"
         reference.chinchilla_epoch().to_csv(csv, index=False)
-        (tmp / "before").mkdir()
         cli = "import sys; sys.argv = ['ladder', *sys.argv[1:]]; from ladder.cli import main; main()"
         cases = [
             ("ladder --help", ["-c", cli, "--help"]),
@@ -58,19 +59,21 @@ def main() -> None:
             ("ladder fit (240 rows, --law compute)", ["-c", cli, "fit", str(csv), "--law", "compute"]),
         ]
         results = {}
-        for label, commit in (("before", BEFORE), ("after", None)):
-            src = _sources(commit, tmp / "before")
+        columns = (("before", BEFORE), ("lazy", LAZY), ("after", None))
+        for label, commit in columns:
+            (tmp / label).mkdir()
+            src = _sources(commit, tmp / label)
             # the sources first on sys.path (ahead of the editable install); the run's cwd holds no package
             env = {**os.environ, "PYTHONPATH": str(src), "_CWD": str(tmp)}
             for name, args in cases:
                 results[(name, label)] = _best([sys.executable, *args], env, 3 if "fit" in name else REPEATS)
         in_process = _in_process_fit(csv)
     head = "command (best of 3-5, end to end)"
-    print(f"{head:<42} {'before':>9} {'after':>9} {'target':>9}")
+    print(f"{head:<42}" + "".join(f" {label:>9}" for label, _ in columns) + f" {'target':>9}")
     for name, _ in cases:
         target = f"< {TARGET_S} s" if name in ("ladder --help", "ladder fit (240 rows, chinchilla)") else ""
-        print(f"{name:<42} {results[(name, 'before')]:>8.2f}s {results[(name, 'after')]:>8.2f}s {target:>9}")
-    print(f"{'chinchilla fit in-process (imports paid)':<42} {'':>9} {in_process:>8.2f}s")
+        print(f"{name:<42}" + "".join(f" {results[(name, label)]:>8.2f}s" for label, _ in columns) + f" {target:>9}")
+    print(f"{'chinchilla fit in-process (imports paid)':<42} {'':>9} {'':>9} {in_process:>8.2f}s")
 
 
 def _in_process_fit(csv: Path) -> float:

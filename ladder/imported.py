@@ -33,6 +33,11 @@ def read_results(path: str, spec: LadderSpec) -> pd.DataFrame:
         frame = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ImportError_(f"{path}: cannot read a CSV ({type(exc).__name__}); give a CSV with columns name, loss") from exc
+    return check_results(frame, str(path), spec)
+
+
+def check_results(frame: pd.DataFrame, path: str, spec: LadderSpec) -> pd.DataFrame:
+    """Rows read from a file or a W&B project (`path` names which), checked and normalised, or ImportError_."""
     if "name" not in frame.columns and "rung" in frame.columns:
         frame = frame.rename(columns={"rung": "name"})
     for col in ("name", "loss"):

@@ -76,15 +76,23 @@ def _has_outputs(spec) -> bool:
                if name != "report" for f in (layout.STATUS, layout.RESULT))
 
 
-@click.command(epilog=example("ladder dashboard --root runs", "ladder dashboard --root runs --port 0 --verbose"))
+@click.command(epilog=example("ladder dashboard --root runs", "ladder dashboard --root runs --port 0 --verbose",
+                              "ladder dashboard --root runs --port 0 --json &   # a script reads the port off line 1"))
 @click.option("--root", default=None, envvar="LADDER_ROOT", show_envvar=True,
               help="Ladder root to show (default: LADDER_ROOT, else ./runs).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback exposes the (read-only) dashboard to the network.")
 @click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
 @click.option("--verbose", is_flag=True, help="Log every request.")
-def dashboard(root, host, port, verbose):
-    """Serve a live, read-only dashboard of every ladder under the root."""
+@click.option("--json", "as_json", is_flag=True,
+              help="Once listening, print one JSON line (url, api, host, port, pid, root), then serve.")
+def dashboard(root, host, port, verbose, as_json):
+    """Serve a live, read-only dashboard of every ladder under the root.
+
+    With --json the first line of stdout is {"url", "api", "host", "port", "pid", "root"}, printed only
+    once the port accepts connections: a script started with --port 0 learns the port there, reads the
+    ladders from `api` (GET, JSON) and stops the server with `kill PID`.
+    """
     from ladder.publish.server import DashboardServer
 
     root = root or _default_root()
@@ -100,7 +108,11 @@ def dashboard(root, host, port, verbose):
     except OSError as exc:
         raise BadInput(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc}); "
                        "pick another port, e.g. --port 0") from exc
-    click.echo(f"dashboard of {path.resolve()} at {server.url}  (Ctrl-C to stop)")
+    if as_json:
+        click.echo(json.dumps({"url": server.url, "api": f"{server.url}api/ladders", "host": server.host,
+                               "port": server.port, "pid": os.getpid(), "root": str(path.resolve())}))
+    else:
+        click.echo(f"dashboard of {path.resolve()} at {server.url}  (Ctrl-C to stop)")
     sys.stdout.flush()
     try:
         server.serve_forever()

@@ -3,103 +3,33 @@
 Our metrics files are the source of truth; W&B is a mirror, so a W&B failure is reported once as
 a warning and never stops training.
 
-- Mode: ``disabled`` logs nothing; ``online``/``offline`` as named; ``auto`` (the default) is online
-  when an API key is configured (WANDB_API_KEY or a netrc entry for the W&B host), else offline
-  (upload later with ``wandb sync <root>/<ladder>/wandb/wandb/offline-run-*``). Precedence: the
-  command line's ``--wandb``, then the spec's ``WandbSpec.mode`` unless auto, then WANDB_MODE.
+- Mode, files and run ids: ladder.publish.wandb_env (``auto`` is online with an API key, else
+  offline; W&B's folders under ``<root>/<ladder>/wandb``; a resumed step continues its run).
 - Entity and project: the spec's WandbSpec, else WANDB_ENTITY / WANDB_PROJECT, else project
   ``scaling-ladder``. Group = the ladder's name; run name = the step's name; config = the resolved
   spec as a dict (plus the step's own run spec under ``run``).
-- Files: everything W&B writes (runs, cache, config, data, artifacts) goes under
-  ``<root>/<ladder>/wandb``, never the user's home; a variable the user set explicitly is respected.
-- Run ids are derived from the ladder and step (and the step's output dir), so a resumed training
-  step continues the same W&B run (``resume="allow"``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import math
-import netrc
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PROJECT = "scaling-ladder"
-_ENV_DIRS = ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR")
-_we_set: dict[str, str] = {}
-_env_lock = threading.Lock()
+from ladder.publish.wandb_env import (
+    DEFAULT_PROJECT,
+    _loggable,
+    _plain,
+    configure_env,
+    resolve_mode,
+    run_id,
+    spec_config,
+    wandb_dir,
+)
 
-
-def has_api_key() -> bool:
-    """True when W&B credentials are configured: WANDB_API_KEY, or a netrc entry for the W&B host."""
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    host = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai").split("://")[-1].split("/")[0].split(":")[0]
-    path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
-    try:
-        auth = netrc.netrc(path).authenticators(host)
-    except (FileNotFoundError, netrc.NetrcParseError, OSError):
-        return False
-    return bool(auth and auth[2])
-
-
-def resolve_mode(cli_mode: str | None = None, spec_mode: str | None = None) -> str:
-    """online | offline | disabled: the command line's --wandb, else the spec's mode unless it is
-    auto, else WANDB_MODE, else auto (online with an API key, offline without)."""
-    mode = cli_mode if cli_mode not in (None, "auto") else None
-    mode = mode or (spec_mode if spec_mode not in (None, "auto") else None) or os.environ.get("WANDB_MODE") or "auto"
-    mode = {"dryrun": "offline", "run": "online", "shared": "online"}.get(mode, mode)
-    if mode == "auto":
-        return "online" if has_api_key() else "offline"
-    if mode not in ("online", "offline", "disabled"):
-        raise ValueError(f"wandb mode {mode!r} is not one of auto, online, offline, disabled")
-    return mode
-
-
-def wandb_dir(root: str | Path, ladder: str) -> Path:
-    return Path(root) / ladder / "wandb"
-
-
-def configure_env(base: Path) -> Path:
-    """Point W&B's directories under ``base`` (unless the user set them); returns ``base``."""
-    base.mkdir(parents=True, exist_ok=True)
-    targets = {"WANDB_DIR": base, "WANDB_CACHE_DIR": base / ".cache", "WANDB_CONFIG_DIR": base / ".config",
-               "WANDB_DATA_DIR": base / ".data", "WANDB_ARTIFACT_DIR": base / ".artifacts"}
-    with _env_lock:
-        for var, path in targets.items():
-            current = os.environ.get(var)
-            if current is None or _we_set.get(var) == current:
-                os.environ[var] = str(path)
-                _we_set[var] = str(path)
-    return base
-
-
-def spec_config(spec: Any, run_name: str | None = None) -> dict:
-    """The resolved spec as a plain dict for W&B's config (with the step's run spec under 'run')."""
-    try:
-        from ladder.spec import resolve
-
-        resolved = resolve(spec)
-    except Exception:
-        resolved = spec
-    cfg = _plain(dataclasses.asdict(resolved)) if dataclasses.is_dataclass(resolved) else _plain(resolved)
-    if run_name and dataclasses.is_dataclass(resolved) and hasattr(resolved, "rung"):
-        try:
-            run = resolved.rung(run_name)
-            cfg["run"] = _plain(dataclasses.asdict(run))
-            cfg["run"]["params_active"] = run.model.params_active
-            cfg["run"]["flops"] = run.flops
-        except KeyError:
-            pass
-    return cfg
-
-
-def run_id(ladder: str, name: str, salt: str = "") -> str:
-    return hashlib.sha1(f"{ladder}/{name}/{salt}".encode()).hexdigest()[:16]
+__all__ = ["WandbCallback", "log_ladder_run", "log_ladder_step", "make_callback", "resolve_mode",
+           "run_id", "training_callbacks"]
 
 
 class WandbCallback:
@@ -356,26 +286,6 @@ def _fit_figure(fit: dict):
     fig.update_xaxes(type="log", title="FLOPs")
     fig.update_yaxes(type="log", title="loss")
     return fig
-
-
-def _loggable(v: Any) -> bool:
-    if isinstance(v, bool):
-        return True
-    if isinstance(v, int | float):
-        return math.isfinite(float(v))
-    return False
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, str | int | float | bool) or obj is None:
-        return obj
-    return str(obj)
 
 
 # ------------------------------------------------------------------------------------------

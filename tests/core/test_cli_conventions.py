@@ -66,6 +66,8 @@ def test_import_results_json(tmp_path):
     d = json.loads(out)
     assert d["n_rows"] == 2 and d["names"] == ["rung_1", "rung_2"] and Path(d["path"]).exists()
     assert d["kind"] == "results" and d["partial"] == {}
+    assert set(d) == {"ladder", "path", "kind", "n_rows", "names", "partial", "source", "skipped"}  # --from-wandb's too
+    assert d["source"] == str(csv) and d["skipped"] == []
 
 
 def test_status_check_exits_non_zero_when_a_step_failed(tmp_path):
@@ -99,6 +101,30 @@ def test_one_rule_for_the_root(tmp_path):
     assert first_path(["--root", flag_root], env={"LADDER_ROOT": env_root}).startswith(flag_root)
     code, out, _ = run(["plan", "--help"])
     assert "LADDER_ROOT" in out
+
+
+def test_dashboard_json_names_where_it_serves(tmp_path):
+    # A real server process: --port 0 picks a free port, and the one JSON line is how a script learns it.
+    import subprocess
+    import sys
+    import urllib.request
+
+    (tmp_path / "root").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "ladder.cli", "dashboard", "--root", str(tmp_path / "root"),
+                             "--port", "0", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        d = json.loads(proc.stdout.readline())
+        assert set(d) == {"url", "api", "host", "port", "pid", "root"}
+        assert d["pid"] == proc.pid and d["port"] > 0 and d["url"] == f"http://127.0.0.1:{d['port']}/"
+        assert d["root"] == str((tmp_path / "root").resolve())
+        with urllib.request.urlopen(d["api"], timeout=30) as resp:
+            served = json.loads(resp.read())
+        assert Path(served["root"]).resolve() == Path(d["root"]) and served["ladders"] == []
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
 
 
 def test_one_default_level():

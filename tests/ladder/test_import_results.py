@@ -5,6 +5,7 @@ hero's recorded points imported and scored.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -136,3 +137,118 @@ def test_bad_results_csv(tmp_path, content, needle):
     proc = run_cli("import-results", MARIN, str(bad), "--root", str(tmp_path / "root"))
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "root").exists()
+
+
+# --from-wandb ENTITY/PROJECT. There is no network here, so: the failures a user meets offline, through the
+# real CLI and the real wandb client, and the mapping on real wandb.apis.public.Run objects, built offline
+# from the attributes the W&B server sends (GraphQL's: config values under "value", JSON strings).
+SMOKE = str(REPO / "experiments" / "smoke.py")
+
+
+def _no_wandb_home(tmp_path) -> dict:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"}
+    return {**env, "HOME": str(home), "NETRC": str(home / ".netrc")}
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_from_wandb_without_a_login_says_so_in_one_line(tmp_path):
+    env = _no_wandb_home(tmp_path)
+    proc = subprocess.run([LADDER, "import-results", SMOKE, "--from-wandb", "ent/proj", "--root", str(tmp_path / "root")],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "no W&B API key" in proc.stderr and "wandb login" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "root").exists() and list((tmp_path / "home").iterdir()) == []
+
+
+def test_from_wandb_with_an_unreachable_server_fails_in_one_line_and_bounded_time(tmp_path):
+    # A key, but the server (WANDB_BASE_URL) a closed local port: wandb.Api must give up after --timeout,
+    # not retry for minutes (subprocess's timeout is the bound), and leave nothing behind.
+    env = {**_no_wandb_home(tmp_path), "WANDB_API_KEY": "x" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{_closed_port()}"}
+    for k in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
+        env.pop(k, None)  # so the import's own scratch folders are what keeps W&B's files out of home
+    proc = subprocess.run([LADDER, "import-results", SMOKE, "--from-wandb", "ent/proj", "--root", str(tmp_path / "root"),
+                           "--timeout", "3", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "W&B API failed" in proc.stderr and "WANDB_BASE_URL" in proc.stderr and proc.stdout == ""
+    assert not (tmp_path / "root").exists() and list((tmp_path / "home").iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [[], ["results.csv", "--from-wandb", "e/p"], ["--from-wandb", "not-a-project"],
+                                  ["results.csv", "--curves"]])
+def test_from_wandb_bad_arguments(tmp_path, args):
+    proc = subprocess.run([LADDER, "import-results", SMOKE, *args, "--root", str(tmp_path / "root")],
+                          capture_output=True, text=True, timeout=120, env=_no_wandb_home(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "root").exists()
+
+
+def _run(run_id: str, display: str, config: dict, summary: dict):
+    from wandb.apis.public import Run
+
+    attrs = {"name": run_id, "displayName": display, "state": "finished",
+             "config": json.dumps({k: {"value": v, "desc": None} for k, v in config.items()}),
+             "summaryMetrics": json.dumps(summary)}
+    return Run(None, "ent", "proj", run_id, attrs=attrs, lazy=False)
+
+
+def test_wandb_runs_map_to_rows_the_import_accepts(tmp_path, monkeypatch):
+    from ladder import imported
+    from ladder.imported_wandb import rows_from_runs
+    from ladder.spec import load_spec
+
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))  # a Run object makes a folder there
+    spec = dataclasses.replace(load_spec(SMOKE), root=str(tmp_path / "root"))
+    ours = _run("a1", "rung_1", {"run": {"name": "rung_1"}},  # as ladder.publish.wandb_log logs a rung
+                {"final_eval_loss": 3.2, "tokens": 1.0e6, "flops": 2.0e12, "params_active": 1.5e5, "train/loss": 3.0})
+    older = _run("a0", "rung_1", {"run": {"name": "rung_1"}}, {"final_eval_loss": 9.9})  # a crashed attempt
+    trained = _run("b1", "rung_2-try", {"rung": {"name": "rung_2"}}, {"eval/loss": 3.0})  # a training step's config
+    byname = _run("c1", "rung_3", {}, {"eval/lm_loss": 2.9, "throughput/total_tokens": 4.0e6})  # Marin-like
+    stray = _run("d1", "sweep_7", {}, {"final_eval_loss": 1.0})
+    noloss = _run("e1", "rung_4", {}, {"train/loss": 2.5})
+    pairs = [(r, []) for r in (ours, older, trained, byname, stray, noloss)]
+    frame, skipped = rows_from_runs(pairs, [r.name for r in spec.all_runs()])
+    assert frame.fillna(-1).to_dict("records") == [  # -1: not recorded
+        {"name": "rung_1", "loss": 3.2, "tokens": 1.0e6, "params": 1.5e5, "flops": 2.0e12},
+        {"name": "rung_2", "loss": 3.0, "tokens": -1, "params": -1, "flops": -1},
+        {"name": "rung_3", "loss": 2.9, "tokens": 4.0e6, "params": -1, "flops": -1},
+    ]
+    assert [s.split(":")[0] for s in skipped] == ["a0", "d1", "e1 (rung_4)"] and "--metric" in skipped[-1]
+    checked = imported.check_results(frame, "--from-wandb ent/proj", spec)
+    imported.write(spec, checked)
+    result, evals = imported.result_for(spec.rung("rung_1"), imported.records(spec)["rung_1"])
+    assert evals is None and result["final_eval_loss"] == 3.2 and result["params_active"] == 1.5e5
+
+    # --metric picks another key; a run without it is skipped, and with none left the import is one error
+    frame, _ = rows_from_runs(pairs, ["rung_1", "rung_4"], metric="train/loss")
+    assert frame[["name", "loss"]].to_dict("records") == [{"name": "rung_1", "loss": 3.0}, {"name": "rung_4", "loss": 2.5}]
+    with pytest.raises(imported.ImportError_, match="no run of 1 spec runs"):
+        rows_from_runs(pairs, ["hero"])
+
+
+def test_wandb_history_maps_to_a_curve(tmp_path, monkeypatch):
+    from ladder import imported
+    from ladder.imported_wandb import rows_from_runs
+    from ladder.spec import load_spec
+
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    spec = dataclasses.replace(load_spec(SMOKE), root=str(tmp_path / "root"))
+    run = _run("a1", "rung_2", {"run": {"name": "rung_2"}}, {"eval_loss": 3.1, "tokens": 9e6})
+    # rows as run.scan_history yields them (merged per key on _step): a train-only row has no eval loss
+    history = [{"_step": 0, "eval_loss": 6.0, "tokens": 0}, {"_step": 50, "tokens": 4e6},
+               {"_step": 100, "eval_loss": 3.5, "tokens": 8e6}, {"_step": 114, "eval_loss": 3.1, "tokens": 9.1e6}]
+    frame, skipped = rows_from_runs([(run, history)], [r.name for r in spec.all_runs()], curves=True)
+    assert skipped == [] and frame["step"].tolist() == [0, 100, 114] and frame["loss"].tolist() == [6.0, 3.5, 3.1]
+    checked = imported.check_results(frame, "--from-wandb ent/proj", spec)
+    imported.write(spec, checked)
+    result, evals = imported.result_for(spec.rung("rung_2"), imported.records(spec)["rung_2"])
+    assert not result["partial"] and evals["eval_loss"].tolist() == [6.0, 3.5, 3.1]
+    assert evals["tokens"].tolist() == [0, 8e6, 9.1e6]
