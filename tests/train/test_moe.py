@@ -85,7 +85,7 @@ def test_aux_loss_in_objective_only_when_asked(moe_spec):
     for balancing, expect_extra in (("aux_loss", True), ("none", False), ("aux_free", False)):
         spec = dataclasses.replace(moe_spec, balancing=balancing, z_loss=0.0, aux_loss_coef=0.1)
         fm = build(spec, 0)
-        total, (ce, _) = jax.jit(lambda p, b: loss_fn(fm, p, b, toks))(fm.params, fm.bias)
+        total, (ce, _) = jax.jit(lambda p, b, fm=fm: loss_fn(fm, p, b, toks))(fm.params, fm.bias)
         assert (float(total) > float(ce) + 1e-3) == expect_extra
 
 
