@@ -4,6 +4,8 @@ slides; the numbers come from the report's own tables."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +21,46 @@ def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # an empty figure (nothing recorded yet) has no legend to draw
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
+STAMP = ".figures.json"  # the inputs' digest and the files drawn from them
+
+
+def _inputs_digest(rep: dict[str, Any], tables: dict[str, pd.DataFrame], fit_dir: str | None) -> str:
+    """sha256 of everything a figure is drawn from: the tables, the hero's row, the fit's CSVs and
+    matplotlib's version."""
+    import matplotlib
+
+    h = hashlib.sha256(f"matplotlib {matplotlib.__version__}\n".encode())
+    h.update(json.dumps(rep.get("hero") or {}, sort_keys=True, default=str).encode())
+    for key in sorted(tables):
+        h.update(f"\n{key}\n".encode() + tables[key].to_csv(index=False).encode())
+    for name in (layout.RUNS_CSV, "law_curve.csv"):
+        path = Path(fit_dir) / name if fit_dir else None
+        h.update(f"\n{name}\n".encode() + (path.read_bytes() if path and path.exists() else b""))
+    return h.hexdigest()
+
+
 def write_pngs(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, fit_dir: str | None) -> list[Path]:
+    """The figures, redrawn only when what they are drawn from changed: matplotlib takes about a
+    second a figure, and `ladder report` on a finished ladder (the dashboard, a script polling it)
+    would otherwise redraw the same three each time."""
+    digest = _inputs_digest(rep, tables, fit_dir)
+    stamp = layout.read_json(out_dir / STAMP, {}) or {}
+    if stamp.get("inputs") == digest and all((out_dir / f).exists() for f in stamp.get("files", [])):
+        return [out_dir / f for f in stamp["files"]]
+    paths = _draw(rep, tables, out_dir, fit_dir)
+    layout.write_json_atomic(out_dir / STAMP, {"inputs": digest, "files": [p.name for p in paths]})
+    return paths
+
+
+def _draw(rep: dict[str, Any], tables: dict[str, pd.DataFrame], out_dir: Path, fit_dir: str | None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
