@@ -12,11 +12,13 @@ sigma(g)^2 = sigma_extrapolation(g)^2 + sigma_fit^2 + sigma_missing(g)^2, in log
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from fits.progress_eval import Axis, FitFn, band, missing_tail_sigma, sigma_extrapolation
+from fits.result import FitResult
 
 
 def _rms_residual(res, points: pd.DataFrame) -> float:
@@ -41,9 +43,29 @@ def tail_error(points: pd.DataFrame, fit_fn: FitFn, cut: float, runs: list[str])
     return {"cut": cut, "rms_log_error": float(np.sqrt(np.mean(np.concatenate(errs) ** 2))), "per_run": per_run}
 
 
+def seed_carried(points: pd.DataFrame, fit_fn: FitFn, sigma: float, predict: Callable[[FitResult], np.ndarray],
+                 n: int = 12, seed: int = 0) -> np.ndarray:
+    """Std of the log prediction when each run's whole curve moves by its own seed luck, N(0, sigma), refit per draw."""
+    if sigma <= 0:
+        return np.zeros_like(predict(fit_fn(points)))
+    rng = np.random.default_rng(seed)
+    runs = points["run"].to_numpy()
+    names = np.unique(runs)
+    preds = []
+    for _ in range(n):
+        shift = dict(zip(names, rng.normal(0.0, sigma, names.size), strict=True))
+        moved = points.assign(loss=points["loss"].to_numpy(float) * np.exp([shift[r] for r in runs]))
+        preds.append(np.log(predict(fit_fn(moved))))
+    return np.std(np.array(preds), axis=0, ddof=1)
+
+
 def forecast(axis: Axis, fit_fn: FitFn, backtests: list[dict], fracs: np.ndarray, level: float,
-             complete: dict[str, bool]) -> tuple[pd.DataFrame, dict]:
-    """The target's curve at `fracs` (frac, flops, loss, lower, upper) from the rungs alone, and how the band was made."""
+             complete: dict[str, bool], seed_sigma: float = 0.0) -> tuple[pd.DataFrame, dict]:
+    """The target's curve at `fracs` (frac, flops, loss, lower, upper) from the rungs alone, and how the band was made.
+
+    seed_sigma: one run's seed noise in log loss (measured on replicas, or a prior): the target is
+    one seed (added as is) and every rung was one (carried through the refit, seed_carried).
+    """
     pts = axis.points
     res = fit_fn(pts)
     flops = axis.target_flops * fracs
@@ -60,15 +82,19 @@ def forecast(axis: Axis, fit_fn: FitFn, backtests: list[dict], fracs: np.ndarray
         miss = missing_tail_sigma(pts, fit_fn, complete, tail["rms_log_error"],
                                   lambda r: r.model().predict(fracs, flops))
         sig_miss = np.zeros_like(fracs) if miss is None else miss
-    sigma = np.sqrt(sig_ext ** 2 + sig_fit ** 2 + sig_miss ** 2)
+    sig_seed = np.sqrt(seed_sigma ** 2 + seed_carried(pts, fit_fn, seed_sigma, lambda r: r.model().predict(fracs, flops)) ** 2)
+    sigma = np.sqrt(sig_ext ** 2 + sig_fit ** 2 + sig_miss ** 2 + sig_seed ** 2)
     lower, upper = band(central, sigma, level)
     curve = pd.DataFrame({"frac": fracs, "flops": flops, "loss": central, "lower": lower, "upper": upper,
-                          "sigma": sigma, "sigma_extrapolation": sig_ext, "sigma_missing": sig_miss})
+                          "sigma": sigma, "sigma_extrapolation": sig_ext, "sigma_missing": sig_miss,
+                          "sigma_seed": sig_seed})
     info = {"fit": res.to_dict(), "E": res.params.get("E"), "decades": decades, "level": level,
             "sigma_fit": sig_fit, "partial_runs": partial, "tail_error": tail,
+            "seed_sigma": seed_sigma,
             "method": "backtest log errors scaled linearly to the target's decades beyond the largest rung (RMS over "
                       "backtests, per fraction) (+) the fit's RMS residual (+) the spread a partial run's missing "
-                      "tail leaves (multiple imputation)"}
+                      "tail leaves (multiple imputation) (+) seed noise: the target's own and the rungs' carried "
+                      "through the refit"}
     return curve, info
 
 

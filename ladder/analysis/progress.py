@@ -108,7 +108,10 @@ def fit_progress(config: dict, dep_dirs: dict[str, str], out_dir: str, fit: FitS
         return doc
     axis = next(a for a in axes(points, totals) if a.name == best["axis"])
     fracs = hero_fracs(hero, float(points.groupby("run")["frac"].min().max()))
-    curve, info = forecast(axis, CANDIDATES[best["candidate"]], best["backtests"], fracs, fit.level, complete)
+    seeds = curve_seed_noise(points, complete)
+    curve, info = forecast(axis, CANDIDATES[best["candidate"]], best["backtests"], fracs, fit.level, complete,
+                           seed_sigma=float(seeds["sigma"]))
+    info["seeds"] = seeds
     curve.insert(0, "step", fracs * hero.steps)
     curve.insert(1, "tokens", curve["step"] * hero.batch_tokens)
     layout.write_csv_atomic(out / HERO_PROGRESS_CSV, curve)
@@ -118,6 +121,16 @@ def fit_progress(config: dict, dep_dirs: dict[str, str], out_dir: str, fit: FitS
     if fit.baseline == "marin":
         doc["baseline_marin"] = _marin(points, fit, hero, out)
     return doc
+
+
+def curve_seed_noise(points: pd.DataFrame, complete: dict[str, bool]) -> dict:
+    """ladder.analysis.seeds.seed_noise on the complete runs' last points (a size: params x steps)."""
+    from ladder.analysis.seeds import seed_noise
+
+    last = points[points["run"].map(complete).fillna(False).astype(bool)].sort_values("frac").groupby("run").tail(1)
+    finals = pd.DataFrame({"name": last["run"], "kind": "final", "loss": last["loss"], "tokens": last["tokens"],
+                           "size": last["params"].map("{:.0f}".format) + "x" + last["steps"].astype(str)})
+    return seed_noise(finals)
 
 
 def _marin(points: pd.DataFrame, fit: FitSpec, hero: RungSpec, out: Path) -> dict:
