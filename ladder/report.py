@@ -237,7 +237,7 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
                      f"mean |error| {fmt(b['mean_abs_rel_error'], '.2%')} (mean {fmt(b['mean_rel_error'], '+.2%')})")
     for c in hero.get("coverage") or []:
         if c.get("coverage") is not None:
-            lines.append(f"  band coverage on {c['predict']} (band calibrated on {', '.join(c['calibrated_on'])} only): "
+            lines.append(f"  band coverage on {c['predict']} from {', '.join(c.get('fit_on') or [])} (band calibrated on {', '.join(c['calibrated_on'])} only): "
                          f"{fmt(c['coverage'], '.0%')} of {c['n_points']} points")
     rec = hero.get("recorded")
     if rec:
