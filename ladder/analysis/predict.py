@@ -73,7 +73,8 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
                               "flops": h["flops"], "compute_ratio": h["compute_ratio"],
                               "interval": {k: h[k] for k in ("sigma_bootstrap", "sigma_extrapolation", "sigma_seed",
                                                              "sigma_seed_fit", "method")},
-                              "seeds": seeds, "underdetermined": doc["summary"].get("underdetermined")}
+                              "seeds": seeds, "seed_note": seeds["text"],
+                              "underdetermined": doc["summary"].get("underdetermined")}
         curve = _hero_curve(hero, h, fit_dir, doc)
         second = _hero_curve_law(hero, doc)
         if curve is not None:
@@ -110,7 +111,7 @@ def _progress_hero(prediction: dict, hero, progress: dict, fit_dir: str, level: 
                      "sigma_missing": float(last["sigma_missing"]), "sigma_fit": info["sigma_fit"],
                      "sigma_seed": float(last["sigma_seed"]) if "sigma_seed" in last else None,
                      "method": info["method"]},
-        "seeds": info.get("seeds"),
+        "seeds": info.get("seeds"), "seed_note": (info.get("seeds") or {}).get("text"),
     }
     if previous is not None:
         prediction["hero"]["final_law"] = {k: previous[k] for k in ("predicted_final_loss", "lower", "upper", "law")}

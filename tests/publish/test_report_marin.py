@@ -218,3 +218,4 @@ def test_report_says_one_seed_per_size_and_refuses_the_exact_law(report, marin_r
     assert s["mean_abs_rel_error"] < s["marin_mean_abs_rel_error"] and s["outside_band"] == 0
     text = run_cli("report", MARIN, "--root", str(marin_root))
     assert text.returncode == 0 and "not pinned:" in text.stdout and "one seed per size" in text.stdout
+    assert "one seed per size" in Root(marin_root).hero("marin_moe_535b")["prediction"]["seed_note"]  # the dashboard's
