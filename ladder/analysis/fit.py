@@ -60,10 +60,12 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
         if progress is not None and progress.get("chosen"):
             note = (f"the {fit.law} law is refused: {exact}" if exact and not too_few else
                     f"only {len(finals)} rungs finished: no final-loss law")
+            if not points.empty:  # the rungs' finals still plot against compute, without a law through them
+                layout.write_csv_atomic(out / layout.RUNS_CSV, points)
             doc = {"summary": {"law": None, "fit_on": [], "excluded": excluded, "level": fit.level,
                                "note": f"{note}; the curve law forecasts", "underdetermined": exact,
                                "seed_noise": seed_noise(points) if not points.empty else None},
-                   "law": None, "backtest": {"ok": False, "reason": "too few finished rungs for the final-loss law"},
+                   "law": None, "backtest": {"ok": False, "reason": note},
                    "progress": progress}
             layout.write_json_atomic(out / layout.FIT, doc)
             return {"law": None, "curve_law": progress["law"]}
