@@ -9,7 +9,7 @@ unknown, and the band would silently assume it is zero; so it takes a prior inst
 The prior, in log loss (sigma of one run about its size's mean), measured on the replicas we have:
   - OLMo ladder 1xC runs and their reruns (fits/reference_data/olmo_ladder, 190M-3B, 3.8e9-6.0e10
     tokens): final mean-CE differences 0.11, 0.01, 0.03, 0.22, 0.00%: sigma = RMS(diff) / sqrt(2)
-    = 0.08% (tests/ladder/test_analysis_seeds.py recomputes it from the files);
+    = 0.08% (tests/ladder/test_analysis_replicas.py recomputes it from the files);
   - the smoke ladder (experiments/smoke.py) at seeds 0 and 5, 5e4-3.3e5 tokens: final eval losses
     differ by 0.16, 0.92, 6.0 and 7.5% at rung_1..rung_4 (the larger rungs leave a loss plateau
     near 3.2 at seed-dependent steps): sigma = 3.4%.
