@@ -55,8 +55,14 @@ def main() -> None:
         (f"mean |error| on the hero's points {rec['from_frac']:.0%}-{rec['to_frac']:.1%}, ours",
          f"{rec['mean_abs_rel_error']:.2%}", f"< Marin's {mrec['mean_abs_rel_error']:.2%}"),
         ("  inside our 90% band", f"{rec['inside_band']:.0%}", "100%"),
-        ("band coverage on d2048 (calibrated on d1536 only)", f"{hero['coverage'][0]['coverage']:.0%}", "~90%"),
     ]
+    rows += [(f"band coverage on {c['predict']} from {','.join(c['fit_on'])} (calibrated on {','.join(c['calibrated_on'])})",
+              f"{c['coverage']:.0%} of {c['n_points']}", "~90%") for c in hero["coverage"] if c.get("coverage") is not None]
+    rows.append(("seed noise carried (one seed per size: a prior)", f"{hero['seeds']['sigma']:.2%} per run", "said"))
+    snaps = [s for s in hero.get("snapshots") or [] if s.get("later_points")]
+    rows += [(f"snapshot at {s['at_frac']:.0%}: final, later |error|, inside",
+              f"{s['predicted_final']:.4f} {s['later_mean_abs_rel_error']:.2%} {s['later_inside_band']:.0%}", "~90% inside")
+             for s in snaps]
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'measured':>32}  target")
     for name, value, target in rows:

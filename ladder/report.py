@@ -93,6 +93,7 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
             "name": hero_name, "predicted_final_loss": p.get("predicted_final_loss"), "lower": p.get("lower"),
             "upper": p.get("upper"), "level": p.get("level"), "law": p.get("law"), "compute_ratio": p.get("compute_ratio"),
             "actual_final_loss": None, "relative_error": None, "inside_interval": None, "status": None,
+            "seeds": p.get("seeds"), "interval": p.get("interval"),
         }
         pred_curve = pd.read_csv(Path(dep_dirs["predict"]) / layout.HERO_CURVE) \
             if (Path(dep_dirs["predict"]) / layout.HERO_CURVE).exists() else pd.DataFrame()
@@ -171,7 +172,12 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
                      f"{fmt(r['flops'], '>10.3g')} {fmt(r['final_eval_loss'], '>10.4f')}")
     fit = rep.get("fit") or {}
     if fit:
-        lines += ["", f"fit: {fit.get('law', '?')}  " + "  ".join(f"{k}={fmt(v, '.4g')}" for k, v in (fit.get("params") or {}).items())]
+        lines += ["", f"fit: {fit.get('law') or 'no final-loss law'}  " + "  ".join(f"{k}={fmt(v, '.4g')}" for k, v in (fit.get("params") or {}).items())]
+        if fit.get("underdetermined"):
+            lines.append(f"  not pinned: {fit['underdetermined']}" + ("" if fit.get("law") else "; the law is refused")
+                         + ("; its band carries the rungs' seed noise through the fit, no bootstrap" if fit.get("law") else ""))
+        elif fit.get("note"):
+            lines.append(f"  {fit['note']}")
     spread = fit.get("seed_spread") if fit else None
     if spread:
         lines.append(f"seeds: runs of one size differ by {fmt(spread['median'], '.2%')} (median) to {fmt(spread['max'], '.2%')} "
@@ -185,7 +191,8 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
     gate = rep.get("gate") or {}
     if gate:
         verdict = "passed" if gate.get("passed") else ("OVERRIDDEN" if gate.get("overridden") else "BLOCKED")
-        lines.append(f"gate: {verdict}" + "".join(f"\n  - {r}" for r in gate.get("reasons", [])))
+        lines.append(f"gate: {verdict}" + "".join(f"\n  - {r}" for r in gate.get("reasons", []))
+                     + "".join(f"\n  ! {w}" for w in gate.get("warnings") or []))
     hero = rep.get("hero")
     if hero:
         lines += ["", f"hero {hero['name']} ({hero.get('status') or 'not run'}) at {fmt(hero.get('compute_ratio'), '.1f')}x the largest rung's compute",
@@ -193,6 +200,8 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
                   f"({fmt(hero.get('level'), '.0%')} interval, {hero.get('law')})",
                   f"  actual final eval loss    {fmt(hero['actual_final_loss'])}  relative error {fmt(hero['relative_error'], '+.2%')}  "
                   f"inside interval: {hero['inside_interval']}"]
+        if hero.get("seeds"):
+            lines.append(f"  seeds: {hero['seeds']['text']}")
         if "curve_mean_abs_rel_error_second_half" in hero:
             lines.append(f"  curve: mean |error| over the second half {fmt(hero['curve_mean_abs_rel_error_second_half'], '.2%')}, "
                          f"{fmt(hero['curve_fraction_inside_band'], '.0%')} of logged points from step "
@@ -228,7 +237,7 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
                      f"mean |error| {fmt(b['mean_abs_rel_error'], '.2%')} (mean {fmt(b['mean_rel_error'], '+.2%')})")
     for c in hero.get("coverage") or []:
         if c.get("coverage") is not None:
-            lines.append(f"  band coverage on {c['predict']} (band calibrated on {', '.join(c['calibrated_on'])} only): "
+            lines.append(f"  band coverage on {c['predict']} from {', '.join(c.get('fit_on') or [])} (band calibrated on {', '.join(c['calibrated_on'])} only): "
                          f"{fmt(c['coverage'], '.0%')} of {c['n_points']} points")
     rec = hero.get("recorded")
     if rec:

@@ -23,11 +23,28 @@ from ladder.analysis.finals import (
 )
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
+from ladder.analysis.seeds import propagate_final, seed_noise
 from ladder.spec import FitSpec, rung_from_dict
 
 
 def _fit_spec(config: dict) -> FitSpec:
     return FitSpec(**{**config["fit"]})
+
+
+def exactly_determined(points: pd.DataFrame, fit: FitSpec) -> str | None:
+    """What the data cannot pin when the final-loss law has as many free parameters as distinct points, else None."""
+    finals = points[points["kind"] == "final"]
+    if fit.law == "compute":
+        free = ["A", "alpha"] + ([] if fit.pin_E is not None else ["E"])
+        units, what = int(finals["flops"].nunique()), "compute budgets"
+    else:
+        free = ["A", "B", "E", "alpha"] + ([] if fit.law == "chinchilla_tied" else ["beta"])
+        units, what = int(points[["params", "tokens"]].drop_duplicates().shape[0]), "(N, D) points"
+    if units > len(free):
+        return None
+    return (f"{units} {what} for {len(free)} free parameters ({', '.join(sorted(free))}): the law passes through "
+            "every point, so no residual is left to say how uncertain its parameters are (a bootstrap would give "
+            "[x, x]); add a rung" + (" or pin E" if "E" in free else ""))
 
 
 def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
@@ -37,11 +54,18 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     finals = points[points["kind"] == "final"] if not points.empty else points
     hero = rung_from_dict(config["hero"]) if config.get("hero") else None
     progress = fit_progress(config, dep_dirs, out_dir, fit, hero)
-    if points.empty or n_sizes(points) < min_rungs(fit):
+    exact = exactly_determined(points, fit) if not points.empty else None
+    too_few = points.empty or n_sizes(points) < min_rungs(fit)
+    if too_few or (exact and progress is not None and progress.get("chosen")):
         if progress is not None and progress.get("chosen"):
+            note = (f"the {fit.law} law is refused: {exact}" if exact and not too_few else
+                    f"only {len(finals)} rungs finished: no final-loss law")
+            if not points.empty:  # the rungs' finals still plot against compute, without a law through them
+                layout.write_csv_atomic(out / layout.RUNS_CSV, points)
             doc = {"summary": {"law": None, "fit_on": [], "excluded": excluded, "level": fit.level,
-                               "note": f"only {len(finals)} rungs finished: no final-loss law; the curve law forecasts"},
-                   "law": None, "backtest": {"ok": False, "reason": "too few finished rungs for the final-loss law"},
+                               "note": f"{note}; the curve law forecasts", "underdetermined": exact,
+                               "seed_noise": seed_noise(points) if not points.empty else None},
+                   "law": None, "backtest": {"ok": False, "reason": note},
                    "progress": progress}
             layout.write_json_atomic(out / layout.FIT, doc)
             return {"law": None, "curve_law": progress["law"]}
@@ -55,16 +79,23 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     # Bootstrap over rungs for parameters and for the law's band over compute.
     flops_grid = np.geomspace(finals["flops"].min() / 2, max(finals["flops"].max(), hero.flops if hero else 0) * 2, 60)
     grid_targets = _targets_along(points, flops_grid, hero)
-    samples = bootstrap_fits(points, fit, result, fit.bootstrap, seed=0) if fit.bootstrap else []
+    # An exactly determined law interpolates every resample: its bootstrap would be [x, x], so it is
+    # not run, and the law's band is the rungs' seed noise carried through the fit instead.
+    samples = bootstrap_fits(points, fit, result, fit.bootstrap, seed=0) if fit.bootstrap and not exact else []
     boot = predict_samples(result, samples, grid_targets) if samples else np.empty((0, 0))
     central = np.array([law_predict(result, *t) for t in grid_targets])
     law_curve = pd.DataFrame({"flops": flops_grid, "loss": central})
     level = fit.level
+    seeds = seed_noise(points)
     if boot.size:
         law_curve["lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
         law_curve["upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
     else:
-        law_curve["lower"] = law_curve["upper"] = central
+        from scipy.stats import norm
+
+        sig = propagate_final(points, fit, result, grid_targets, seeds["sigma"]) if exact else np.zeros(len(central))
+        z = float(norm.ppf(0.5 + level / 2))
+        law_curve["lower"], law_curve["upper"] = central * np.exp(-z * sig), central * np.exp(z * sig)
     layout.write_csv_atomic(out / "law_curve.csv", law_curve)
 
     factors = schedule_factors(points, dep_dirs, result, np.linspace(0.005, 1.0, 200))
@@ -76,7 +107,8 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
                "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
                "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
-               "fit_on": list(finals["name"]), "excluded": excluded, "seed_spread": seed_spread(points)}
+               "fit_on": list(finals["name"]), "excluded": excluded, "seed_spread": seed_spread(points),
+               "seed_noise": seeds, "underdetermined": exact}
     doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
            "bootstrap_params": samples,
            "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",

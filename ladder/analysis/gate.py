@@ -45,11 +45,12 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
             reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, wider than {gate['max_interval_width']:.1%}")
     elif fit_doc:
         reasons.append("no hero prediction")
+    warnings, seeds = _seed_warnings(fit_doc, pred, gate, reasons)
     passed = not reasons
     # A hero trained elsewhere has nothing here to hold back: the verdict is recorded, not enforced.
     advisory = bool(config.get("advisory"))
     verdict = {"passed": passed, "overridden": bool(force and not passed), "advisory": advisory, "reasons": reasons,
-               "thresholds": gate}
+               "warnings": warnings, "seeds": seeds, "thresholds": gate}
     layout.write_json_atomic(Path(out_dir) / layout.GATE, verdict)
     if not passed and not force and not advisory:
         raise Blocked(reasons)
@@ -69,3 +70,28 @@ def _progress_reasons(progress: dict, gate: dict) -> list[str]:
         reasons.append(f"the curve backtests reach {reach:.1f}x but the hero is {hero_ratio:.0f}x beyond the largest rung: "
                        "its band is scaled out from them, not measured there")
     return reasons
+
+
+def _seed_warnings(fit_doc: dict | None, pred: dict | None, gate: dict, reasons: list[str]) -> tuple[list[str], dict | None]:
+    """With one seed per size the spread between seeds is unknown: say so, and block when the gate requires replicas.
+
+    A backtest that passes is one seed's draw: on the smoke ladder a second seed moved the two
+    largest rungs' final losses by 6-7.5%, far beyond the backtest's error. The band carries a
+    prior for it (ladder.analysis.seeds); the gate records whether the ladder's author accepted that
+    (gate.accept_single_seed) and blocks instead when gate.require_replicas is set.
+    """
+    summary = (fit_doc or {}).get("summary") or {}
+    seeds = summary.get("seed_noise") or ((pred or {}).get("hero") or {}).get("seeds")
+    if not seeds:
+        return [], None
+    seeds = {**seeds, "acknowledged": bool(gate.get("accept_single_seed"))}
+    if seeds.get("source") != "prior":
+        return [], seeds
+    text = (f"one seed per size: the spread between seeds is unknown; the band carries a prior of {seeds['sigma']:.2%} "
+            "per run, not a measurement")
+    if gate.get("require_replicas"):
+        reasons.append(text + ": the gate requires replicas (train a rung again with replica=1)")
+        return [], seeds
+    suffix = " (accepted: gate.accept_single_seed)" if seeds["acknowledged"] else \
+        " (not acknowledged: train replicas, or set gate.accept_single_seed to accept the prior)"
+    return [text + suffix], seeds

@@ -15,6 +15,7 @@ from ladder.analysis.curves import _hero_curve, _hero_curve_law
 from ladder.analysis.finals import law_predict, predict_samples
 from ladder.analysis.fit import _fit_spec
 from ladder.analysis.intervals import prediction_interval
+from ladder.analysis.seeds import propagate_final, seed_noise
 from ladder.spec import rung_from_dict
 
 
@@ -52,11 +53,15 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
         targets.append((spec.name, spec.model.params_active, spec.tokens, spec.flops))
     samples = doc.get("bootstrap_params") or []
     boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
+    seeds = doc["summary"].get("seed_noise") or seed_noise(points)
+    carried = propagate_final(points, fit, result, [t[1:] for t in targets], float(seeds["sigma"]))
     rows = []
     for i, (name, n, d, c) in enumerate(targets):
         central = law_predict(result, n, d, c)
         decades = math.log10(c / largest)
-        lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, doc["backtest"], decades, fit.level)
+        seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"]}
+        lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, doc["backtest"], decades,
+                                                 fit.level, seed)
         rows.append({"name": name, "params": n, "tokens": d, "flops": c, "loss": central, "lower": lower, "upper": upper,
                      "compute_ratio": c / largest, **info})
     if rows:
@@ -66,7 +71,10 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
         prediction["hero"] = {"name": hero.name, "predicted_final_loss": h["loss"], "lower": h["lower"], "upper": h["upper"],
                               "level": fit.level, "law": prediction["law"], "params": h["params"], "tokens": h["tokens"],
                               "flops": h["flops"], "compute_ratio": h["compute_ratio"],
-                              "interval": {k: h[k] for k in ("sigma_bootstrap", "sigma_extrapolation", "method")}}
+                              "interval": {k: h[k] for k in ("sigma_bootstrap", "sigma_extrapolation", "sigma_seed",
+                                                             "sigma_seed_fit", "method")},
+                              "seeds": seeds, "seed_note": seeds["text"],
+                              "underdetermined": doc["summary"].get("underdetermined")}
         curve = _hero_curve(hero, h, fit_dir, doc)
         second = _hero_curve_law(hero, doc)
         if curve is not None:
@@ -101,7 +109,9 @@ def _progress_hero(prediction: dict, hero, progress: dict, fit_dir: str, level: 
         "coverage": progress["coverage"],
         "interval": {"sigma_final": float(last["sigma"]), "sigma_extrapolation": float(last["sigma_extrapolation"]),
                      "sigma_missing": float(last["sigma_missing"]), "sigma_fit": info["sigma_fit"],
+                     "sigma_seed": float(last["sigma_seed"]) if "sigma_seed" in last else None,
                      "method": info["method"]},
+        "seeds": info.get("seeds"), "seed_note": (info.get("seeds") or {}).get("text"),
     }
     if previous is not None:
         prediction["hero"]["final_law"] = {k: previous[k] for k in ("predicted_final_loss", "lower", "upper", "law")}

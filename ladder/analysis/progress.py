@@ -90,7 +90,7 @@ def _compact(bt: dict) -> dict:
 
 def fit_progress(config: dict, dep_dirs: dict[str, str], out_dir: str, fit: FitSpec, hero: RungSpec | None) -> dict[str, Any] | None:
     """Choose the law by backtests, forecast the hero's curve with its band, and Marin's baseline; None without curves."""
-    from fits.progress_eval import CANDIDATES, choose, nested_coverage
+    from fits.progress_eval import CANDIDATES, calibration_backtests, choose, nested_coverage
     from fits.progress_forecast import forecast
 
     points, complete = curve_points(config["rungs"], dep_dirs, fit)
@@ -108,16 +108,48 @@ def fit_progress(config: dict, dep_dirs: dict[str, str], out_dir: str, fit: FitS
         return doc
     axis = next(a for a in axes(points, totals) if a.name == best["axis"])
     fracs = hero_fracs(hero, float(points.groupby("run")["frac"].min().max()))
-    curve, info = forecast(axis, CANDIDATES[best["candidate"]], best["backtests"], fracs, fit.level, complete)
+    seeds = curve_seed_noise(points, complete)
+    # The band is calibrated on every backtest the rungs allow (several distances), the method chosen on the splits.
+    calibration = calibration_backtests(axis.points, CANDIDATES[best["candidate"]])
+    curve, info = forecast(axis, CANDIDATES[best["candidate"]], calibration, fracs, fit.level, complete,
+                           seed_sigma=float(seeds["sigma"]))
+    info["seeds"] = seeds
     curve.insert(0, "step", fracs * hero.steps)
     curve.insert(1, "tokens", curve["step"] * hero.batch_tokens)
     layout.write_csv_atomic(out / HERO_PROGRESS_CSV, curve)
     doc.update({"chosen": {"candidate": best["candidate"], "axis": best["axis"], "score": best["score"]},
-                "backtests": best["backtests"], "coverage": nested_coverage(best["backtests"], fit.level),
+                "backtests": best["backtests"], "coverage": nested_coverage(calibration, fit.level, nested=False),
+                "calibration_backtests": [_compact(b) for b in calibration],
+                "growth": growth(calibration),
                 "forecast": info, "law": f"{best['candidate']} on {best['axis']} compute"})
     if fit.baseline == "marin":
         doc["baseline_marin"] = _marin(points, fit, hero, out)
     return doc
+
+
+def growth(backtests: list[dict]) -> dict:
+    """How the backtests' error grows with distance: RMS log error of each, and the exponent p of
+    rms = s * decades^p fitted across them (p = 1 is the band's linear rule; p < 1 would say it is too wide)."""
+    rows = [{"fit_on": b["fit_on"], "predict": b["predict"], "decades": b["decades"],
+             "rms_log_error": float(np.sqrt(np.mean(np.square(b["log_error"]))))} for b in backtests]
+    out: dict[str, Any] = {"backtests": rows}
+    d = np.array([r["decades"] for r in rows])
+    e = np.array([r["rms_log_error"] for r in rows])
+    if len(rows) >= 2 and np.ptp(np.log(d)) > 0.05:
+        p, _ = np.polyfit(np.log(d), np.log(e), 1)
+        out["exponent"] = float(p)
+    out["per_decade"] = float(np.sqrt(np.mean((e / d) ** 2))) if len(rows) else None
+    return out
+
+
+def curve_seed_noise(points: pd.DataFrame, complete: dict[str, bool]) -> dict:
+    """ladder.analysis.seeds.seed_noise on the complete runs' last points (a size: params x steps)."""
+    from ladder.analysis.seeds import seed_noise
+
+    last = points[points["run"].map(complete).fillna(False).astype(bool)].sort_values("frac").groupby("run").tail(1)
+    finals = pd.DataFrame({"name": last["run"], "kind": "final", "loss": last["loss"], "tokens": last["tokens"],
+                           "size": last["params"].map("{:.0f}".format) + "x" + last["steps"].astype(str)})
+    return seed_noise(finals)
 
 
 def _marin(points: pd.DataFrame, fit: FitSpec, hero: RungSpec, out: Path) -> dict:

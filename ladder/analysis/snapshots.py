@@ -41,7 +41,7 @@ def snapshot_fracs(points: pd.DataFrame, every: float = SNAPSHOT_EVERY) -> list[
 def snapshots(fit_dir: str, hero_pts: pd.DataFrame, prior: pd.DataFrame, level: float,
               out_dir: str | None = None) -> list[dict]:
     """One refit per snapshot fraction; returns their summaries (and writes each curve under out_dir/snapshots/)."""
-    from fits.progress_eval import CANDIDATES
+    from fits.progress_eval import CANDIDATES, calibration_pairs
     from fits.progress_forecast import snapshot
     from ladder.analysis.progress import POINTS_CSV, axes
 
@@ -54,12 +54,13 @@ def snapshots(fit_dir: str, hero_pts: pd.DataFrame, prior: pd.DataFrame, level: 
     fit_fn = CANDIDATES[progress["chosen"]["candidate"]]
     fracs = prior["frac"].to_numpy(float)
     sigma = np.log(prior["upper"].to_numpy(float) / prior["loss"].to_numpy(float)) / _z(level)
+    pairs = calibration_pairs(axis.points)
     out = []
     for at in snapshot_fracs(hero_pts):
         curve, info = snapshot(axis, fit_fn, hero_pts[["frac", "loss"]], at, fracs, level, sigma,
-                               float(progress["forecast"]["decades"]))
+                               float(progress["forecast"]["decades"]), pairs=pairs)
         later = hero_pts[hero_pts["frac"] > at + 1e-12]
-        row = {k: info[k] for k in ("at_frac", "n_points", "E", "predicted_final", "lower", "upper")}
+        row = {k: info[k] for k in ("at_frac", "n_points", "E", "predicted_final", "lower", "upper", "band_rule")}
         row["at_step"] = int(round(at * float(prior["step"].iloc[-1] / prior["frac"].iloc[-1])))
         if not later.empty:
             pred = np.interp(later["frac"], curve["frac"], curve["loss"])
@@ -67,7 +68,8 @@ def snapshots(fit_dir: str, hero_pts: pd.DataFrame, prior: pd.DataFrame, level: 
             hi = np.interp(later["frac"], curve["frac"], curve["upper"])
             row.update({"later_points": int(len(later)),
                         "later_mean_abs_rel_error": float(np.mean(np.abs(pred / later["loss"].to_numpy() - 1))),
-                        "later_inside_band": float(np.mean((later["loss"] >= lo) & (later["loss"] <= hi)))})
+                        "later_inside_band": float(np.mean((later["loss"] >= lo) & (later["loss"] <= hi))),
+                        "later_mean_band_half_width": float(np.mean((hi - lo) / 2 / pred))})
         out.append(row)
         if out_dir is not None:
             layout.write_csv_atomic(Path(out_dir) / "snapshots" / f"{row['at_step']}.csv", curve)

@@ -273,8 +273,9 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
         ("what", "", ""), ("fit_on", "fit on", ""), ("predict", "predict", ""), ("ratio", "compute ratio", ".2f"),
         ("predicted", "predicted", ".4f"), ("actual", "actual", ".4f"), ("error", "(mean) error", "+.2%"),
         ("abs", "mean |error|", ".2%"), ("to", "up to", ".0%")]), "backtests"))
+    notes = list(gate.get("reasons") or []) + [f"warning: {w}" for w in gate.get("warnings") or []]
     parts.append(_section(f"Gate: {verdict}", "<ul class='tl'>" + "".join(
-        f"<li>{html.escape(r)}</li>" for r in gate.get("reasons", [])) + "</ul>" if gate.get("reasons") else "", "gate"))
+        f"<li>{html.escape(r)}</li>" for r in notes) + "</ul>" if notes else "", "gate"))
     data = json.dumps(_json_safe({k: v for k, v in figs.items() if v}), allow_nan=False, default=str).replace("</", "<\\/")
     script = ("const FIGS=" + data + ";const cfg={displaylogo:false,responsive:true};"
               "Promise.all(Object.entries(FIGS).map(([id,f])=>Plotly.newPlot(id,f.data,f.layout,cfg))).then(()=>{"

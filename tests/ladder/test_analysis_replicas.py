@@ -66,3 +66,78 @@ def test_seed_spread_is_the_noise_floor_of_sizes_with_replicas():
     assert spread["max"] == pytest.approx(0.02 / 1.01, rel=1e-6)
     assert spread["median"] == pytest.approx(0.0)
     assert seed_spread(points[~points["name"].str.endswith("_r1")]) is None
+
+
+def test_the_prior_seed_spread_is_the_olmo_reruns_measured():
+    # The large-scale end of the prior (ladder/analysis/seeds.py) recomputed from the reference files:
+    # each OLMo 1xC run against its rerun, final mean cross-entropy over the evals.
+    from fits.reference import data_dir
+    from ladder.analysis.seeds import PRIOR_POINTS
+
+    diffs = []
+    for size in ("190M", "370M", "760M", "1B", "3B"):
+        runs = [pd.read_csv(data_dir() / "olmo_ladder" / f"{size}-1xC{tail}.csv") for tail in ("", "-rerun")]
+        finals = [r[[c for c in r.columns if c.startswith("eval/") and "CrossEntropy" in c]].iloc[-1].mean() for r in runs]
+        diffs.append(np.log(finals[0] / finals[1]))
+    sigma = float(np.sqrt(np.mean(np.square(diffs)) / 2))
+    assert sigma == pytest.approx(PRIOR_POINTS[1][1], rel=0.15)
+
+
+def test_seed_noise_is_measured_on_replicas_else_a_stated_prior():
+    from ladder.analysis.seeds import prior_sigma, seed_noise
+
+    points = _points({(i, 1): 0.02 for i in range(5)})
+    measured = seed_noise(points)
+    # each size's pair differs by 2% in loss: pooled sigma of one run = |log 1.02| / sqrt 2
+    assert measured["source"] == "replicas" and measured["replicated_sizes"] == 5
+    assert measured["sigma"] == pytest.approx(np.log(1.02) / np.sqrt(2), rel=1e-6)
+    single = seed_noise(points[~points["name"].str.endswith("_r1")])
+    assert single["source"] == "prior" and "one seed per size" in single["text"]
+    assert single["sigma"] == pytest.approx(prior_sigma(float(points["tokens"].max())))
+    # the prior falls from tiny ladders to large ones, and is clamped outside its measurements
+    assert prior_sigma(1e3) == prior_sigma(3.3e5) > prior_sigma(1e7) > prior_sigma(3.8e9) == prior_sigma(1e12)
+
+
+def test_seed_noise_carried_through_the_fit_grows_with_extrapolation():
+    from ladder.analysis.intervals import prediction_interval
+    from ladder.analysis.seeds import propagate_final
+
+    points = _points({})
+    points = points[~points["name"].str.endswith("_r1")]
+    fit = FitSpec(law="compute", bootstrap=0)
+    base = fit_final_law(points, fit)
+    c = float(points["flops"].max())
+    near, far = propagate_final(points, fit, base, [(0, 0, c), (0, 0, 1000 * c)], sigma=0.01, n=24)
+    assert 0.001 < near < far  # a few percent of luck on each rung moves a far extrapolation more
+    lo0, hi0, _ = prediction_interval(2.0, np.empty(0), {"ok": False}, 3.0, 0.9)
+    lo, hi, info = prediction_interval(2.0, np.empty(0), {"ok": False}, 3.0, 0.9,
+                                       {"sigma": 0.01, "sigma_fit": float(far), "source": "prior"})
+    assert lo0 == hi0 == 2.0 and lo < 2.0 < hi
+    assert info["sigma_seed"] == 0.01 and info["seed_source"] == "prior" and "seed" in info["method"]
+
+
+def test_an_exactly_determined_law_says_what_it_cannot_pin():
+    from ladder.analysis.fit import exactly_determined
+
+    points = _points({})
+    three = points[points["name"].isin(["rung_1", "rung_2", "rung_3"])]
+    text = exactly_determined(three, FitSpec(law="compute"))
+    assert text and "3 free parameters" in text and "alpha" in text and "pin E" in text
+    assert exactly_determined(three, FitSpec(law="compute", pin_E=0.7)) is None
+    assert exactly_determined(points[~points["name"].str.endswith("_r1")], FitSpec(law="compute")) is None
+
+
+def test_the_gate_says_one_seed_per_size_and_can_require_replicas():
+    from ladder.analysis.gate import _seed_warnings
+
+    doc = {"summary": {"seed_noise": {"sigma": 0.034, "source": "prior"}}}
+    reasons: list[str] = []
+    warnings, seeds = _seed_warnings(doc, None, {}, reasons)
+    assert not reasons and len(warnings) == 1 and "one seed per size" in warnings[0] and "not acknowledged" in warnings[0]
+    assert seeds["acknowledged"] is False
+    warnings, seeds = _seed_warnings(doc, None, {"accept_single_seed": True}, reasons)
+    assert "accepted" in warnings[0] and seeds["acknowledged"]
+    warnings, _ = _seed_warnings(doc, None, {"require_replicas": True}, reasons)
+    assert not warnings and len(reasons) == 1 and "requires replicas" in reasons[0]
+    measured = {"summary": {"seed_noise": {"sigma": 0.01, "source": "replicas"}}}
+    assert _seed_warnings(measured, None, {}, [])[0] == []
