@@ -46,8 +46,8 @@ def _resources(run: RungSpec) -> dict[str, Any]:
 TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
 # The source each kind of step runs (prefixes in the checkout): a change there leaves its runs stale.
-TRAIN_CODE = ("ladder/train/", "ladder/spec.py", "ladder/recipe.py", "ladder/stages.py", "ladder/forecast.py")
-ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec.py", "ladder/stages.py")
+TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/recipe.py", "ladder/stages.py", "ladder/forecast.py")
+ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/stages.py")
 REPORT_CODE = ("ladder/report", "ladder/publish/", "ladder/analysis", "fits/", "ladder/stages.py")
 
 
