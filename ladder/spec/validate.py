@@ -241,6 +241,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         problems.append(f"rungs: the {spec.fit.law} law needs at least {min_rungs} rungs, got {len(spec.rungs)}")
     _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)
     _number_in(problems, "gate.max_interval_width", spec.gate.max_interval_width, 0, 100, lo_open=True)
+    _validate_isoflop(problems, spec)
     _choice(problems, "wandb.mode", spec.wandb.mode, WANDB_MODES)
     if not (isinstance(spec.wandb.tags, tuple | list) and all(isinstance(t, str) and t for t in spec.wandb.tags)):
         problems.append(f"wandb.tags: {spec.wandb.tags!r} must be a tuple of non-empty strings, e.g. ('marin', 'moe')")
@@ -249,3 +250,69 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     _check_type(problems, "root", spec.root, (str,), "a path or URL")
     if problems:
         raise SpecError(problems)
+
+
+def _validate_isoflop(problems: list[str], spec: LadderSpec) -> None:
+    """The IsoFLOP stage (when declared) and the runs declared by budget, which need one."""
+    from .isoflop import IsoFlopSpec
+
+    by_budget = [(("hero" if i == len(spec.rungs) else f"rungs[{i}]"), r) for i, r in enumerate(spec.all_runs())
+                 if isinstance(r, RungSpec)]
+    for where, run in by_budget:
+        if _check_type(problems, f"{where}.budget", run.budget, (int, float), "a number of FLOPs (0: sized by hand)"):
+            if not math.isfinite(run.budget) or run.budget < 0:
+                problems.append(f"{where}.budget: {run.budget} must be a finite number of FLOPs >= 0")
+            elif run.budget > 0 and spec.isoflop is None:
+                problems.append(f"{where}.budget: declared by budget but the ladder has no isoflop stage; "
+                                "add isoflop=IsoFlopSpec(...) or size the run by hand (budget=0)")
+    iso = spec.isoflop
+    if iso is None:
+        return
+    if not isinstance(iso, IsoFlopSpec):
+        problems.append(f"isoflop: expected an IsoFlopSpec, got {type(iso).__name__}")
+        return
+    if not isinstance(iso.family, tuple | list) or not iso.family:
+        problems.append("isoflop.family: no models; give the models sizes are picked from, e.g. "
+                        "tuple(RECIPE.model(d) for d in (16, 24, 32, 48))")
+        return
+    for i, m in enumerate(iso.family):
+        _validate_model(problems, f"isoflop.family[{i}]", m)
+    if problems:
+        return
+    widths = [m.d_model for m in iso.family]
+    if len(set(widths)) != len(widths):
+        problems.append(f"isoflop.family: two models share a d_model ({widths}); sizes are named by d_model")
+    if [m.params_active for m in iso.family] != sorted(m.params_active for m in iso.family):
+        problems.append("isoflop.family: models must go from smallest to largest (active parameters)")
+    if not isinstance(iso.template, RungSpec):
+        problems.append(f"isoflop.template: expected a RungSpec, got {type(iso.template).__name__}")
+    else:
+        _validate_rung(problems, "isoflop.template", iso.template)
+    if _check_type(problems, "isoflop.bootstrap", iso.bootstrap, (int,), "a non-negative integer") and iso.bootstrap < 0:
+        problems.append(f"isoflop.bootstrap: must be >= 0, got {iso.bootstrap}")
+    if _check_type(problems, "isoflop.min_runs", iso.min_runs, (int,), "an integer >= 3") and iso.min_runs < 3:
+        problems.append(f"isoflop.min_runs: {iso.min_runs} is too few for a parabola (3 coefficients); give >= 3")
+    if not isinstance(iso.budgets, tuple | list) or len(iso.budgets) < 2:
+        problems.append(f"isoflop.budgets: {len(iso.budgets) if isinstance(iso.budgets, tuple | list) else 0} "
+                        "budgets; the frontier needs at least 2 (3 for L_opt(C)), e.g. "
+                        "(IsoFlopBudget(1e12, sizes=(16, 24, 32)), IsoFlopBudget(3e12, sizes=(24, 32, 40)))")
+        return
+    min_runs = iso.min_runs if isinstance(iso.min_runs, int) else 3
+    for i, b in enumerate(iso.budgets):
+        p = f"isoflop.budgets[{i}]"
+        _number_in(problems, f"{p}.flops", b.flops, 0, 1e35, lo_open=True)
+        if b.sizes and b.guess:
+            problems.append(f"{p}: give sizes or guess (with span), not both")
+            continue
+        if not b.sizes and not b.guess:
+            problems.append(f"{p}.sizes: no sizes; give sizes=(d_model, ...) from isoflop.family or guess=d_model")
+            continue
+        unknown = [d for d in (b.sizes or (b.guess,)) if d not in widths]
+        if unknown:
+            field = "sizes" if b.sizes else "guess"
+            problems.append(f"{p}.{field}: d_model {', '.join(map(str, unknown))} not in isoflop.family "
+                            f"(d_model {', '.join(map(str, widths))})")
+            continue
+        n = len(set(b.widths(tuple(iso.family))))
+        if n < min_runs:
+            problems.append(f"{p}.sizes: {n} distinct sizes; a budget's parabola needs at least {min_runs}")
