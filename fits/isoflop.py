@@ -59,8 +59,9 @@ def group_budgets(C: np.ndarray, tol_dex: float = 0.05) -> np.ndarray:
 
 
 def fit_isoflop(N, D, L, C=None, *, budgets=None, tol_dex: float = 0.05, min_runs: int = 3,
-                flops_per_param_token: float = 6.0) -> FitResult:
-    """Approach 2 on runs (N, D, L), C = 6 N D unless given; budgets: optional group labels."""
+                flops_per_param_token: float = 6.0, loss_law: bool = True) -> FitResult:
+    """Approach 2 on runs (N, D, L), C = 6 N D unless given; budgets: optional group labels.
+    loss_law=False skips the L_opt(C) law (a nonlinear fit; the frontier's bootstrap does without it)."""
     N, D, L = (np.asarray(v, dtype=np.float64).ravel() for v in (N, D, L))
     C = flops_per_param_token * N * D if C is None else np.asarray(C, dtype=np.float64).ravel()
     for name, v in (("N", N), ("D", D), ("L", L), ("C", C)):
@@ -71,7 +72,7 @@ def fit_isoflop(N, D, L, C=None, *, budgets=None, tol_dex: float = 0.05, min_run
     if len(vertices) < 2:
         raise ValueError(f"isoFLOP needs at least 2 budgets with >= {min_runs} sizes bracketing a minimum; "
                          f"found {len(vertices)}")
-    return _frontier(vertices, int(N.size), flops_per_param_token)
+    return _frontier(vertices, int(N.size), flops_per_param_token, loss_law)
 
 
 def _vertices(N, L, C, labels, min_runs: int, flops_per_param_token: float) -> list[dict]:
@@ -95,7 +96,7 @@ def _vertices(N, L, C, labels, min_runs: int, flops_per_param_token: float) -> l
     return vertices
 
 
-def _frontier(vertices: list[dict], n_points: int, flops_per_param_token: float) -> FitResult:
+def _frontier(vertices: list[dict], n_points: int, flops_per_param_token: float, loss_law: bool) -> FitResult:
     Cv = np.array([v["C"] for v in vertices])
     lc = np.log(Cv)
     C0 = float(np.exp(lc.mean()))
@@ -103,7 +104,7 @@ def _frontier(vertices: list[dict], n_points: int, flops_per_param_token: float)
     b, logD0 = np.polyfit(lc - np.log(C0), np.log([v["D_opt"] for v in vertices]), 1)
     params = {"a": float(a), "b": float(b), "N0": float(np.exp(logN0)), "D0": float(np.exp(logD0)), "C0": C0,
               "E": float("nan"), "A": float("nan"), "alpha": float("nan")}
-    if len(vertices) >= 3:
+    if loss_law and len(vertices) >= 3:
         from fits.compute import fit_compute
 
         comp = fit_compute(Cv, [v["L_opt"] for v in vertices])
@@ -139,7 +140,9 @@ def bootstrap_isoflop(N, D, L, C, budgets, *, n_boot: int = 200, level: float = 
     leaves too few for a parabola). Instead the parabolas' residuals are pooled across budgets, scaled
     by sqrt(n / (n - 3 per budget)) for the fitted coefficients, and redrawn onto each run's fitted
     loss. It needs at least one budget with more sizes than its parabola's 3 coefficients.
-    Returns {"fit": FitResult, "intervals": {name: [lo, hi]}, "budgets": [{label, C, N_opt, D_opt,
+    The exponents a, b and scales N0, D0 get intervals; the L_opt(C) law (fit on the point estimate
+    only: a nonlinear fit per resample would cost more than the rest) has none, but each budget's
+    L_opt does. Returns {"fit": FitResult, "intervals": {name: [lo, hi]}, "budgets": [{label, C, N_opt, D_opt,
     L_opt, with _lower/_upper}], "n_boot", "n_ok", "level", "method"}; with no residual freedom the
     intervals are NaN and "method" says why.
     """
@@ -149,7 +152,7 @@ def bootstrap_isoflop(N, D, L, C, budgets, *, n_boot: int = 200, level: float = 
     resid = parabola_residuals(N, L, labels, min_runs)
     used = np.isfinite(resid)
     dof = int(used.sum()) - 3 * np.unique(labels[used]).size
-    names = ("a", "b", "N0", "D0", "alpha")
+    names = ("a", "b", "N0", "D0")
     vertices = point.diagnostics["vertices"]
     samples = {k: [] for k in names}
     per_budget = {v["label"]: {"N_opt": [], "D_opt": [], "L_opt": []} for v in vertices}
@@ -164,7 +167,7 @@ def bootstrap_isoflop(N, D, L, C, budgets, *, n_boot: int = 200, level: float = 
         for _ in range(n_boot):
             Lb = np.where(used, fitted + rng.choice(pool, size=L.size), L)
             try:
-                fb = fit_isoflop(N, D, Lb, C, budgets=labels, min_runs=min_runs,
+                fb = fit_isoflop(N, D, Lb, C, budgets=labels, min_runs=min_runs, loss_law=False,
                                  flops_per_param_token=flops_per_param_token)
             except ValueError:  # this draw left fewer than 2 budgets with a minimum: not a frontier
                 continue

@@ -24,7 +24,7 @@ STEP = "isoflop"
 DOC = "isoflop.json"
 RUNS_CSV = "isoflop.csv"
 # What a reused rung copies from its sweep run: everything the analysis reads (never checkpoints).
-COPIED = (layout.METRICS, layout.EVAL, layout.EVENTS)
+COPIED = (layout.METRICS, layout.EVAL, layout.EVENTS, "branches.jsonl")
 PENDING_NOTE = "size from isoflop"
 
 

@@ -113,6 +113,8 @@ def build_steps(spec: LadderSpec) -> list:
     report_deps = (Dep("fit", required=False), Dep("predict", required=False), Dep("gate", required=False)) + rung_deps
     if hero_step:
         report_deps += (Dep(spec.hero.name, kind="data", required=False),)
+    if spec.isoflop is not None:
+        report_deps += (Dep(isoflop.STEP, kind="data", required=False),)
     steps.append(Step(name="report", fn=REPORT_FN, deps=report_deps, code=REPORT_CODE,
                       config={"ladder": spec.name, "hero": spec.hero.name if spec.hero else None, "rungs": rung_names,
                               "level": spec.fit.level}))

@@ -258,13 +258,17 @@ def _validate_isoflop(problems: list[str], spec: LadderSpec) -> None:
 
     by_budget = [(("hero" if i == len(spec.rungs) else f"rungs[{i}]"), r) for i, r in enumerate(spec.all_runs())
                  if isinstance(r, RungSpec)]
+    orphans = []
     for where, run in by_budget:
         if _check_type(problems, f"{where}.budget", run.budget, (int, float), "a number of FLOPs (0: sized by hand)"):
             if not math.isfinite(run.budget) or run.budget < 0:
                 problems.append(f"{where}.budget: {run.budget} must be a finite number of FLOPs >= 0")
             elif run.budget > 0 and spec.isoflop is None:
-                problems.append(f"{where}.budget: declared by budget but the ladder has no isoflop stage; "
-                                "add isoflop=IsoFlopSpec(...) or size the run by hand (budget=0)")
+                orphans.append(where)
+    if orphans:  # one mistake (no stage), however many runs it strands: one line
+        also = f" (and {', '.join(orphans[1:])})" if orphans[1:] else ""
+        problems.append(f"{orphans[0]}.budget{also}: declared by budget but the ladder has no isoflop stage; "
+                        "add isoflop=IsoFlopSpec(...) or size the run by hand (budget=0)")
     iso = spec.isoflop
     if iso is None:
         return
