@@ -2,8 +2,8 @@
 
 At each budget the sweep trains four sizes of the smoke recipe; the isoflop step fits a parabola in
 log N per budget and N_opt(C), D_opt(C) as power laws. Two rungs are declared at the sweep's own
-budgets, so each *is* its budget's best sweep run (nothing trained twice); the third rung (below
-the sweep) and the hero (1.5x above it) are placed at N_opt(C) from the frontier's law.
+budgets, so each *is* its budget's best sweep run (nothing trained twice); two rungs below the
+sweep and the hero (1.5x above it) are placed at N_opt(C) from the frontier's law.
 
 Why these budgets: byte-level models this small are compute-optimal at 100-300 tokens per active
 parameter (measured: at 1.5e10 FLOPs the smallest size, d8 at 330 tokens/param, beat d16 by 0.19
@@ -57,7 +57,9 @@ LADDER = LadderSpec(
         template=TEMPLATE,
         bootstrap=100,
     ),
-    rungs=(by_budget("rung_1", 2.25e10),) + tuple(by_budget(f"rung_{i + 2}", c) for i, c in enumerate(BUDGETS)),
+    # Four rung sizes: the gate backtests the compute law on the three smallest (fewer cannot be backtested).
+    rungs=(by_budget("rung_1", 1.1e10), by_budget("rung_2", 2.25e10))
+    + tuple(by_budget(f"rung_{i + 3}", c) for i, c in enumerate(BUDGETS)),
     hero=by_budget("hero", HERO_BUDGET),
     data=DataSpec(
         domains=(DomainSpec("code", "builtin:stdlib_py", 0.5), DomainSpec("prose", "builtin:web_bible", 0.5)),
