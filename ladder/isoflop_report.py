@@ -37,6 +37,8 @@ def lines(iso: dict | None) -> list[str]:
     out = ["", f"isoflop frontier ({level}% intervals, {iso.get('interval')}):"]
     for k, what in (("a", "N_opt ~ C^a"), ("b", "D_opt ~ C^b"), ("alpha", "L_opt - E ~ C^-alpha")):
         p = fit.get(k) or {}
+        if p.get("value") is None:  # L_opt(C) is fit only from 3 budgets on
+            continue
         out.append(f"  {what}: {k} = {fmt(p.get('value'), '.3f')} [{fmt(p.get('lower'), '.3f')}, {fmt(p.get('upper'), '.3f')}]")
     for b in iso["budgets"]:
         out.append(f"  C {fmt(b['flops'])}: N_opt {fmt(b['n_opt'])} [{fmt(b['n_opt_lower'])}, {fmt(b['n_opt_upper'])}], "
