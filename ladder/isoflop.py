@@ -79,7 +79,7 @@ def rung_step(spec: LadderSpec, rung, reused: dict[str, str]):
     if rung.name in reused:
         of = reused[rung.name]
         return Step(name=rung.name, fn=REUSE_FN, deps=(Dep(of, kind="data"),), config={"of": of, "rung": to_dict(rung)},
-                    description=f"{rung.placement}")
+                    description=rung.placement, code=("ladder/isoflop.py", "ladder/step_io.py"))
     return Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
                 deps=(Dep(STEP, kind="order"),), flops=rung.flops, description=describe(rung), code=TRAIN_CODE)
 

@@ -160,10 +160,12 @@ def plan_ladder(spec: LadderSpec, force: Sequence[str] = (), steps: list | None 
 
     steps = build_steps(spec) if steps is None else steps
     entries = _executor(spec).plan(steps, force=expand_force(steps, force) if force else (), rerun_stale=rerun_stale)
-    from ladder.isoflop import PENDING_NOTE
+    from ladder.isoflop import PENDING_NOTE, STEP
 
-    pending = {s.name for s in steps if s.description.startswith(PENDING_NOTE)}
-    return [dataclasses.replace(e, reason=f"{e.reason}; {PENDING_NOTE}") if e.name in pending else e for e in entries]
+    notes = {s.name: PENDING_NOTE for s in steps if s.description.startswith(PENDING_NOTE)}
+    if any(e.name == STEP and e.action == "run" for e in entries):  # a refit may move what it placed
+        notes.update({s.name: "placed again once isoflop has rerun" for s in steps if s.description.startswith("isoflop:")})
+    return [dataclasses.replace(e, reason=f"{e.reason}; {notes[e.name]}") if e.name in notes else e for e in entries]
 
 
 def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | None = None,
