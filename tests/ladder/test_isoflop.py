@@ -54,6 +54,7 @@ def _steps(plan: dict) -> dict:
     return {s["step"]: s for s in plan["steps"]}
 
 
+@pytest.mark.slow
 def test_plan_says_size_from_isoflop_until_the_sweep_has_run(isoflop_run):
     before, after = _steps(isoflop_run["before"]), _steps(isoflop_run["after"])
     for name in ("rung_1", "rung_2", "rung_3", "rung_4", "hero"):
@@ -65,6 +66,7 @@ def test_plan_says_size_from_isoflop_until_the_sweep_has_run(isoflop_run):
         assert before["hero"]["hash"] != after["hero"]["hash"]
 
 
+@pytest.mark.slow
 def test_report_has_the_frontier_with_intervals(isoflop_run):
     iso = isoflop_run["report"]["isoflop"]
     budgets = iso["budgets"]
@@ -89,6 +91,7 @@ def test_report_has_the_frontier_with_intervals(isoflop_run):
     assert fit["a"]["value"] > 0
 
 
+@pytest.mark.slow
 def test_rungs_and_hero_are_placed_from_the_fit(isoflop_run):
     from ladder import isoflop, isoflop_place
 
@@ -115,6 +118,7 @@ def test_rungs_and_hero_are_placed_from_the_fit(isoflop_run):
         assert recorded["placement"].startswith("isoflop: N_opt")
 
 
+@pytest.mark.slow
 def test_a_changed_frontier_places_the_runs_again(isoflop_run):
     """What rerunning a sweep run does to its dependents: the placement follows the new isoflop.json."""
     from ladder import isoflop, isoflop_place, stages
