@@ -22,7 +22,7 @@ def run_figures(spec: LadderSpec, mfu: float, chip_peak: float, chips: int | Non
         row = {"name": run.name, "role": role, "params_active": run.model.params_active,
                "params_total": run.model.params_total, "tokens": run.tokens, "steps": run.steps,
                "flops": run.flops, "accelerator_hours": run.flops / (mfu * chip_peak) / 3600,
-               "trained_here": role == "rung" or spec.train_hero}
+               "trained_here": role == "rung" or spec.train_hero, "placement": run.placement}
         if run.name in theirs:
             row["flops_baseline"] = float(theirs[run.name]) * run.steps
             row["baseline"] = spec.fit.baseline
@@ -43,7 +43,8 @@ def lines(runs: list[dict], accelerator: str, mfu: float, chips: int | None) -> 
         base = f"{r['flops_baseline']:>17.4g}" if "flops_baseline" in r else f"{'-':>17}"
         out.append(f"{r['name']:<8} {r['params_active']:>10.4g} {r['params_total']:>10.4g} {r['tokens']:>9.3g} "
                    f"{r['flops']:>13.4g} {base} {r['accelerator_hours']:>10.3g}"
-                   + ("" if r["trained_here"] else "  (trained elsewhere)"))
+                   + ("" if r["trained_here"] else "  (trained elsewhere)")
+                   + ("  (size from isoflop: the sweep has not run)" if r["placement"].startswith("pending") else ""))
     for r in runs:
         if r["role"] != "hero":
             continue
@@ -77,7 +78,7 @@ def print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerato
         hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
         rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
                      "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
-    runs = run_figures(spec, mfu, chip_peak, chips)
+    runs = run_figures(stages.placed(spec), mfu, chip_peak, chips)
     if as_json:
         click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
                                "steps": rows, "runs": runs}, indent=2))

@@ -182,6 +182,9 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
     if spread:
         lines.append(f"seeds: runs of one size differ by {fmt(spread['median'], '.2%')} (median) to {fmt(spread['max'], '.2%')} "
                      f"over {spread['sizes']} sizes: errors within that are noise")
+    from ladder.isoflop_report import lines as isoflop_lines
+
+    lines += isoflop_lines(rep.get("isoflop"))
     bt = rep.get("backtest") or {}
     if bt and not bt.get("ok", True):
         lines.append(f"backtest (final-loss law): {bt.get('reason')}")
@@ -270,6 +273,10 @@ def write_report(config: dict, dep_dirs: dict[str, str], out_dir: str) -> tuple[
         from ladder.publish.readers import param_rows
 
         rep["fit_params"] = param_rows(layout.read_json(Path(dep_dirs["fit"]) / layout.FIT, {}))
+    if dep_dirs.get("isoflop"):
+        from ladder import isoflop_report
+
+        rep["isoflop"] = isoflop_report.section(dep_dirs["isoflop"])
     write_pngs(rep, tables, out, dep_dirs.get("fit"))
     if "hero_curve" in tables and not tables["hero_curve"].empty:
         layout.write_csv_atomic(out / "curve.csv", tables["hero_curve"])

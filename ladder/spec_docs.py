@@ -1,7 +1,7 @@
 """What each field of a ladder spec means, read from the spec dataclasses themselves.
 
 A field's text is, in order: FIELD_DOCS below, else the comment on (or just above) its line in
-ladder/spec.py. Defaults and types come from dataclasses.fields. `ladder show SPEC` prints a
+ladder/spec/. Defaults and types come from dataclasses.fields. `ladder show SPEC` prints a
 spec's resolved values beside these; `reference_markdown()` writes the README's spec reference
 (tests/core/test_show.py keeps both complete: every field of every spec class has a text).
 """
@@ -17,7 +17,8 @@ from typing import Any
 from ladder import spec as spec_mod
 
 SPEC_CLASSES = ("LadderSpec", "RungSpec", "ModelSpec", "OptimSpec", "ScheduleSpec", "Resources", "Rule",
-                "TargetSpec", "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "WandbSpec")
+                "TargetSpec", "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "WandbSpec", "IsoFlopSpec",
+                "IsoFlopBudget")
 
 FIELD_DOCS = {
     "LadderSpec.name": "the ladder's name: its outputs live under <root>/<name>/",

@@ -14,16 +14,14 @@ so a blocked hero still gets a report that says why.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import shutil
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ladder import layout
 from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
+from ladder.step_io import local_dirs
 
 TRAIN_FN = "ladder.stages:train_step"
 FIT_FN = "ladder.stages:fit_step"
@@ -46,8 +44,8 @@ def _resources(run: RungSpec) -> dict[str, Any]:
 TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
 # The source each kind of step runs (prefixes in the checkout): a change there leaves its runs stale.
-TRAIN_CODE = ("ladder/train/", "ladder/spec.py", "ladder/recipe.py", "ladder/stages.py", "ladder/forecast.py")
-ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec.py", "ladder/stages.py")
+TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/recipe.py", "ladder/stages.py", "ladder/forecast.py")
+ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/stages.py")
 REPORT_CODE = ("ladder/report", "ladder/publish/", "ladder/analysis", "fits/", "ladder/stages.py")
 
 
@@ -75,14 +73,19 @@ def _train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
 
 def build_steps(spec: LadderSpec) -> list:
     """The ladder's DAG as executor Steps (spec must be resolved)."""
+    from ladder import isoflop
     from ladder.executor import Dep, Step
 
-    steps = []
+    steps = isoflop.sweep_steps(spec)
+    spec, reused = isoflop.place(spec, isoflop.read_doc(spec, steps)) if steps else (spec, {})
     rung_names = [r.name for r in spec.rungs]
     imported = imported_results(spec)
     for rung in spec.rungs:
         if rung.name in imported:
             steps.append(_import_step(spec, rung, imported[rung.name]))
+            continue
+        if rung.budget > 0:
+            steps.append(isoflop.rung_step(spec, rung, reused))
             continue
         steps.append(Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
                           flops=rung.flops, description=rung.description, code=TRAIN_CODE))
@@ -105,11 +108,13 @@ def build_steps(spec: LadderSpec) -> list:
         hero_cfg["forecast_every"] = spec.hero_forecast_every
         steps.append(Step(name=spec.hero.name, fn=TRAIN_FN, config=hero_cfg,
                           deps=(Dep("gate", kind="order"), Dep("predict", kind="hash"), Dep("fit", kind="order")),
-                          resources=_resources(spec.hero), flops=spec.hero.flops, description=spec.hero.description,
-                          code=TRAIN_CODE))
+                          resources=_resources(spec.hero), flops=spec.hero.flops,
+                          description=isoflop.describe(spec.hero), code=TRAIN_CODE))
     report_deps = (Dep("fit", required=False), Dep("predict", required=False), Dep("gate", required=False)) + rung_deps
     if hero_step:
         report_deps += (Dep(spec.hero.name, kind="data", required=False),)
+    if spec.isoflop is not None:
+        report_deps += (Dep(isoflop.STEP, kind="data", required=False),)
     steps.append(Step(name="report", fn=REPORT_FN, deps=report_deps, code=REPORT_CODE,
                       config={"ladder": spec.name, "hero": spec.hero.name if spec.hero else None, "rungs": rung_names,
                               "level": spec.fit.level}))
@@ -154,7 +159,13 @@ def plan_ladder(spec: LadderSpec, force: Sequence[str] = (), steps: list | None 
     from ladder.executor import expand_force
 
     steps = build_steps(spec) if steps is None else steps
-    return _executor(spec).plan(steps, force=expand_force(steps, force) if force else (), rerun_stale=rerun_stale)
+    entries = _executor(spec).plan(steps, force=expand_force(steps, force) if force else (), rerun_stale=rerun_stale)
+    from ladder.isoflop import PENDING_NOTE, STEP
+
+    notes = {s.name: PENDING_NOTE for s in steps if s.description.startswith(PENDING_NOTE)}
+    if any(e.name == STEP and e.action == "run" for e in entries):  # a refit may move what it placed
+        notes.update({s.name: "placed again once isoflop has rerun" for s in steps if s.description.startswith("isoflop:")})
+    return [dataclasses.replace(e, reason=f"{e.reason}; {notes[e.name]}") if e.name in notes else e for e in entries]
 
 
 def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | None = None,
@@ -162,11 +173,23 @@ def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | No
                steps: list | None = None, rerun_stale: bool = False):
     from ladder.executor import expand_force
 
-    steps = build_steps(spec) if steps is None else steps
     executor = _executor(spec, address=address, max_concurrent=max_concurrent, show_progress=show_progress)
-    forced = expand_force(steps, force) if force else ()
     # Runtime options change how a step reports, not what it computes: they stay out of the hashes.
     runtime = {"ladder": spec.name, "wandb": to_dict(spec.wandb), **(runtime or {})}
+    done: set[str] = set()
+    if steps is None and spec.isoflop is not None:
+        # The runs declared by budget are placed from the sweep's fit: run the sweep first, then build
+        # the rest of the DAG from what it found (a rerun sweep run re-places what depends on it).
+        from ladder import isoflop
+
+        sweep = isoflop.sweep_steps(spec)
+        done = {s.name for s in sweep}
+        first = executor.run(sweep, force=expand_force(sweep, [f for f in force if f in done]), runtime=runtime,
+                             rerun_stale=rerun_stale)
+        if isoflop.read_doc(spec, sweep) is None:
+            return first
+    steps = build_steps(spec) if steps is None else steps
+    forced = expand_force(steps, force) - done if force else ()
     return executor.run(steps, force=forced, runtime=runtime, rerun_stale=rerun_stale)
 
 
@@ -202,37 +225,6 @@ def step_dirs(spec: LadderSpec) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------------------
 # Step functions (run inside Ray tasks; config is the step's JSON config).
-
-
-# Dependency folders an analysis never reads: left out when a remote dir is copied to local disk.
-_NOT_READ = ("checkpoints", "checkpoints.corrupt", "wandb")
-
-
-@contextlib.contextmanager
-def local_dirs(dep_dirs: Mapping[str, str], out_dir: str) -> Iterator[tuple[dict[str, str], str]]:
-    """(dep_dirs, out_dir) on local disk, for code that reads and writes them with pathlib.
-
-    Local paths come back as they are. For an fsspec URL (s3://, gs://) the deps are copied to a temp
-    folder first, and what was written to the temp out_dir is uploaded when the block ends, also when
-    it raises (a blocked gate's verdict is a result too), as a local run would have left it.
-    """
-    from ladder.train.mirror import download_tree, is_remote, upload_tree
-
-    if not is_remote(out_dir):
-        yield dict(dep_dirs), out_dir
-        return
-    tmp = Path(tempfile.mkdtemp(prefix="ladder-step-"))
-    try:
-        deps = {name: str(download_tree(url, tmp / "deps" / name, skip_top=_NOT_READ))
-                for name, url in dep_dirs.items()}
-        out = tmp / "out"
-        out.mkdir()
-        try:
-            yield deps, str(out)
-        finally:
-            upload_tree(out, out_dir)
-    finally:
-        shutil.rmtree(tmp)
 
 
 def train_step(config: dict, ctx) -> dict:
@@ -346,7 +338,7 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     from ladder.train import hostdevices
     from ladder.train.mirror import is_remote
 
-    rung = spec.rung(rung_name)
+    rung = placed(spec).rung(rung_name)
     hostdevices.apply_here(rung.resources)
     if is_remote(spec.root):
         out_dir = f"{spec.root.rstrip('/')}/{spec.name}/train-{rung_name}"
@@ -377,6 +369,13 @@ def report_lines(rep: dict) -> list[str]:
     from ladder.report import report_lines as lines
 
     return lines(rep)
+
+
+def placed(spec: LadderSpec) -> LadderSpec:
+    """The spec with its runs declared by budget placed from the IsoFLOP sweep (pending until it has run)."""
+    from ladder import isoflop
+
+    return isoflop.placed(spec)[0]
 
 
 def replace_root(spec: LadderSpec, root: str) -> LadderSpec:

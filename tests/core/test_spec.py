@@ -1,4 +1,4 @@
-"""ladder/spec.py: counting against a hand count, rules, overrides, validation."""
+"""ladder/spec/: counting against a hand count, rules, overrides, validation."""
 
 from __future__ import annotations
 

@@ -1,0 +1,211 @@
+"""The spec of one run (RungSpec and its optimizer, schedule and resources), of data, fits, gate and W&B,
+and of the whole ladder (LadderSpec)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .model import ModelSpec, Rule
+
+if TYPE_CHECKING:
+    from .isoflop import IsoFlopSpec
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """Learning-rate schedule. WSD holds the peak, then cools down over ``decay_frac`` of the run.
+
+    ``branch_fracs`` lists extra token budgets (fractions of the run) at which a WSD run branches a
+    cooldown from its stable phase, so one run yields several (N, D) points for the 2-D law.
+    """
+
+    kind: str = "wsd"
+    warmup_frac: float = 0.02
+    warmup_steps: int | None = None
+    decay_frac: float = 0.2
+    cooldown_shape: str = "1-sqrt"
+    final_lr_frac: float = 0.0
+    branch_fracs: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class OptimSpec:
+    """AdamW with clipping, a weight-decay mask (no decay on norms, biases, router bias) and LR groups."""
+
+    lr: float | Rule = 3e-3
+    b1: float = 0.9
+    b2: float = 0.95
+    eps: float = 1e-8
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    router_lr_mult: float = 1.0
+    norm_lr_mult: float = 1.0
+    embed_lr_mult: float = 1.0
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What a run asks of the cluster, and how it spreads over the devices of the node it lands on.
+
+    ``devices``: how many local devices the run's data-parallel mesh spans (0: the most devices of
+    its node that the batch divides over evenly); an explicit count must divide the batch. ``parallel``: ``replicated`` keeps a full copy of
+    the parameters and optimizer state on every device; ``fsdp`` shards each large parameter (and its
+    optimizer state) over the devices. ``cpu_devices``: on a run without GPUs, the number of XLA host
+    devices its process splits into (0: one per whole CPU asked for; 1: one multi-threaded device), so
+    a 2-CPU run trains data-parallel over two 1-thread devices (see ``ladder.train.hostdevices``).
+    Like the rest of ``resources`` these change where a run computes, not what (up to float
+    summation order), so they stay out of the step hashes.
+    """
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    custom: Mapping[str, float] = field(default_factory=dict)
+    max_retries: int = 2
+    devices: int = 0
+    parallel: str = "replicated"
+    cpu_devices: int = 0
+
+
+@dataclass(frozen=True)
+class RungSpec:
+    """One training run: a rung of the ladder, or its hero.
+
+    ``batch_size`` is in sequences; a Rule for it yields tokens, divided by ``seq_len``.
+    ``seed`` None takes the ladder's seed; with ``replica`` r > 0 it takes the ladder's seed + 1000 r,
+    to train the same size again: the fit groups runs of one size, so a ladder can average seeds
+    where single rungs are too noisy to extrapolate.
+    """
+
+    name: str
+    model: ModelSpec
+    tokens: int
+    batch_size: int | Rule = 16
+    seq_len: int = 128
+    optim: OptimSpec = field(default_factory=OptimSpec)
+    schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
+    seed: int | None = None
+    replica: int = 0
+    eval_every: int = 0  # optimizer steps between evals; 0: about 10 evals per run
+    log_every: int = 10
+    checkpoint_every: int = 0  # 0: about 10 checkpoints per run
+    resources: Resources = field(default_factory=Resources)
+    description: str = ""
+    # > 0: the compute-optimal run at this many FLOPs; its model and tokens are placeholders until the
+    # ladder's IsoFLOP stage has run, then come from its fit (the rest of the run is kept as declared)
+    budget: float = 0.0
+    # how the model and tokens were chosen (e.g. "isoflop: N_opt(1e12) = 3.1e4"); recorded, not hashed
+    placement: str = ""
+
+    @property
+    def flops(self) -> float:
+        return self.model.flops_per_token(self.seq_len) * self.tokens
+
+    @property
+    def batch_tokens(self) -> int:
+        assert isinstance(self.batch_size, int), "resolve() the spec first"
+        return self.batch_size * self.seq_len
+
+    @property
+    def steps(self) -> int:
+        return max(1, self.tokens // self.batch_tokens)
+
+    @property
+    def lr(self) -> float:
+        assert isinstance(self.optim.lr, float | int), "resolve() the spec first"
+        return float(self.optim.lr)
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """An extra configuration to predict without training (e.g. a 535B hero on another ladder)."""
+
+    name: str
+    model: ModelSpec
+    tokens: int
+    seq_len: int = 4096
+    description: str = ""
+
+    @property
+    def flops(self) -> float:
+        return self.model.flops_per_token(self.seq_len) * self.tokens
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    """A named data domain: a built-in corpus (see BUILTIN_SOURCES) or a local file/folder path."""
+
+    name: str
+    source: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    domains: tuple[DomainSpec, ...] = (
+        DomainSpec("code", "builtin:stdlib_py", 0.5),
+        DomainSpec("prose", "builtin:web_bible", 0.5),
+    )
+    tokenizer: str = "bytes"
+    heldout_frac: float = 0.05
+    eval_tokens: int = 32_768  # per domain
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    law: str = "compute"  # final-loss law: compute | chinchilla | chinchilla_tied (one exponent for N and D)
+    curve_law: str = "multipower"  # whole-curve law: multipower | tissue | none
+    bootstrap: int = 200
+    level: float = 0.9
+    pin_E: float | None = None
+    loss_metric: str = "eval_loss"  # which final number the laws fit: eval_loss | train_loss
+    backtest_holdout: int = 1  # rungs held out at the top for the backtest
+    # Imported eval curves: "auto" fits the matched-progress laws to them (fits.progress_eval chooses
+    # one by backtests) and predicts the hero's whole curve; "none" fits final losses only.
+    curve_fit: str = "auto"
+    baseline: str = "none"  # "marin": Marin's per-5% forecast beside ours (fits.marin)
+    baseline_flops_per_step: Mapping[str, float] = field(default_factory=dict)  # the baseline's compute, by run
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    max_backtest_error: float = 0.02  # relative
+    max_interval_width: float = 0.10  # (upper - lower) / predicted
+    allow_diverged: bool = False
+
+
+@dataclass(frozen=True)
+class WandbSpec:
+    mode: str = "auto"  # auto: online when logged in, else offline
+    entity: str | None = None
+    project: str | None = None
+    tags: tuple[str, ...] = ()  # W&B tags on every run of the ladder (and its ladder-level run)
+    notes: str = ""  # W&B notes (the run description) on every run of the ladder
+
+
+@dataclass(frozen=True)
+class LadderSpec:
+    name: str
+    rungs: tuple[RungSpec, ...]
+    hero: RungSpec | None = None
+    targets: tuple[TargetSpec, ...] = ()
+    data: DataSpec = field(default_factory=DataSpec)
+    fit: FitSpec = field(default_factory=FitSpec)
+    gate: GateSpec = field(default_factory=GateSpec)
+    wandb: WandbSpec = field(default_factory=WandbSpec)
+    root: str = "runs"
+    seed: int = 0
+    hero_forecast_every: int = 0  # hero steps between forecast snapshots; 0: about 8 per run
+    train_hero: bool = True  # False: predict the hero but never train it here (e.g. a 535B hero)
+    description: str = ""
+    isoflop: IsoFlopSpec | None = None  # an IsoFLOP sweep that places the runs declared by budget
+
+    def all_runs(self) -> tuple[RungSpec, ...]:
+        return self.rungs + ((self.hero,) if self.hero is not None else ())
+
+    def rung(self, name: str) -> RungSpec:
+        for run in self.all_runs():
+            if run.name == name:
+                return run
+        raise KeyError(name)

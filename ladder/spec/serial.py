@@ -1,0 +1,63 @@
+"""Serialisation for hashing and provenance: specs to plain dicts and back."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from .model import COSMETIC_FIELDS, ModelSpec, Rule
+from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RungSpec, ScheduleSpec, TargetSpec
+
+
+def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
+    """A JSON-ready dict of a spec; with drop_cosmetic, fields that do not change results are removed."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {"__type__": type(obj).__name__} if isinstance(obj, Rule) else {}
+        for f in dataclasses.fields(obj):
+            if drop_cosmetic and f.name in COSMETIC_FIELDS:
+                continue
+            out[f.name] = to_dict(getattr(obj, f.name), drop_cosmetic=drop_cosmetic)
+        return out
+    if isinstance(obj, Mapping):
+        return {str(k): to_dict(v, drop_cosmetic=drop_cosmetic) for k, v in obj.items()}
+    if isinstance(obj, tuple | list):
+        return [to_dict(v, drop_cosmetic=drop_cosmetic) for v in obj]
+    return obj
+
+
+_TYPES = {
+    cls.__name__: cls
+    for cls in (Rule, ModelSpec, ScheduleSpec, OptimSpec, Resources, RungSpec, TargetSpec, DomainSpec, DataSpec)
+}
+
+
+def rung_from_dict(d: Mapping[str, Any]) -> RungSpec:
+    """Rebuild a resolved RungSpec from ``to_dict`` output (the config a training step receives)."""
+    return RungSpec(
+        name=d["name"],
+        model=ModelSpec(**d["model"]),
+        tokens=d["tokens"],
+        batch_size=d["batch_size"],
+        seq_len=d["seq_len"],
+        optim=OptimSpec(**d["optim"]),
+        schedule=ScheduleSpec(**{**d["schedule"], "branch_fracs": tuple(d["schedule"].get("branch_fracs", ()))}),
+        seed=d["seed"],
+        replica=d.get("replica", 0),
+        eval_every=d.get("eval_every", 0),
+        log_every=d.get("log_every", 10),
+        checkpoint_every=d.get("checkpoint_every", 0),
+        resources=Resources(**d["resources"]) if "resources" in d else Resources(),
+        description=d.get("description", ""),
+        budget=d.get("budget", 0.0),
+        placement=d.get("placement", ""),
+    )
+
+
+def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
+    return DataSpec(
+        domains=tuple(DomainSpec(**dom) for dom in d["domains"]),
+        tokenizer=d.get("tokenizer", "bytes"),
+        heldout_frac=d.get("heldout_frac", 0.05),
+        eval_tokens=d.get("eval_tokens", 32_768),
+    )
