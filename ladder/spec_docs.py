@@ -103,6 +103,8 @@ FIELD_DOCS = {
     "FitSpec.level": "probability of every interval the ladder reports (the one default, 0.9)",
     "FitSpec.pin_E": "fix the compute law's asymptote E (None: fit it)",
     "GateSpec.allow_diverged": "let the hero start although a rung diverged",
+    "GateSpec.accept_single_seed": "with one seed per size, accept the stated prior on seed-to-seed spread instead of a warning",
+    "GateSpec.require_replicas": "block the hero unless replicas measured the seed spread",
     "WandbSpec.entity": "W&B entity (None: WANDB_ENTITY, else your default)",
     "WandbSpec.project": "W&B project (None: WANDB_PROJECT, else the ladder's name)",
 }

@@ -173,6 +173,8 @@ class GateSpec:
     max_backtest_error: float = 0.02  # relative
     max_interval_width: float = 0.10  # (upper - lower) / predicted
     allow_diverged: bool = False
+    accept_single_seed: bool = False  # one seed per size: accept the stated seed-spread prior (else a warning)
+    require_replicas: bool = False  # block the hero unless the ladder measured its seed spread with replicas
 
 
 @dataclass(frozen=True)
