@@ -14,6 +14,8 @@ sizes are d8, d16 and d24 around it.
 """
 
 import dataclasses
+import importlib.util
+from pathlib import Path
 
 from ladder.recipe import Recipe
 from ladder.spec import (
@@ -24,21 +26,24 @@ from ladder.spec import (
     IsoFlopBudget,
     IsoFlopSpec,
     LadderSpec,
-    ScheduleSpec,
 )
 
-RECIPE = Recipe(
-    head_dim=8,
-    layers_per_width=1 / 32,
-    min_layers=2,
-    n_experts=4,
-    top_k=2,
-    expert_ratio=1.0,
-    seq_len=64,
-    lr=3e-3,
-    batch=16,
-    schedule=ScheduleSpec(kind="wsd", warmup_frac=0.05, decay_frac=0.2, cooldown_shape="1-sqrt"),
-)
+
+def _smoke_recipe() -> Recipe:
+    """The smoke ladder's recipe, read from its file beside this one (a spec file is loaded by path)."""
+    path = Path(__file__).with_name("smoke.py")
+    spec = importlib.util.spec_from_file_location("smoke_ladder_recipe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RECIPE
+
+
+_SMOKE = _smoke_recipe()
+# Its recipe without the cooldown branch (a sweep run needs only its final loss), at the default tokens
+# per parameter, which nothing here uses: every run gets its tokens from its budget.
+RECIPE = dataclasses.replace(_SMOKE, schedule=dataclasses.replace(_SMOKE.schedule, branch_fracs=()),
+                             tokens_per_param=Recipe.tokens_per_param)
+
 FAMILY = tuple(RECIPE.model(d) for d in (8, 16, 24, 32, 48, 64))
 # Checkpointed only at the end: the sweep's 14 short runs would otherwise write 10 checkpoints each,
 # which is what a smoke test of the stage least needs to pay for.
