@@ -10,11 +10,18 @@ is scalar code, no SIMD dispatch).
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 STD = 0.02  # GPT-2's: every matrix; residual outputs are further divided by sqrt(2 * n_layers)
+
+
+def residual_std(n_layers: int) -> float:
+    """The std of a matrix writing into the residual stream (attention and MLP outputs)."""
+    return STD / math.sqrt(2 * n_layers)
 
 
 class HostInit:

@@ -84,7 +84,7 @@ class Attention(nnx.Module):
         self.n_heads, self.head_dim = spec.n_heads, spec.head_dim
         self.n_kv = spec.n_kv_heads or spec.n_heads  # grouped-query attention: K, V heads shared by groups of Q heads
         self.wqkv = nnx.Param(rngs.normal((d, d + 2 * self.n_kv * self.head_dim)))
-        self.wo = nnx.Param(rngs.normal((d, d), init.STD / math.sqrt(2 * spec.n_layers)))
+        self.wo = nnx.Param(rngs.normal((d, d), init.residual_std(spec.n_layers)))
         self.qk_norm = spec.qk_norm
         self.compute_dtype = spec.compute_dtype
         if spec.qk_norm:
@@ -119,7 +119,7 @@ class Attention(nnx.Module):
 class SwiGLU(nnx.Module):
     def __init__(self, d: int, f: int, n_layers: int, *, rngs: init.HostInit, compute_dtype: str = "float32"):
         self.w13 = nnx.Param(rngs.normal((d, 2 * f)))  # gate and up projections, fused
-        self.w2 = nnx.Param(rngs.normal((f, d), init.STD / math.sqrt(2 * n_layers)))
+        self.w2 = nnx.Param(rngs.normal((f, d), init.residual_std(n_layers)))
         self.compute_dtype = compute_dtype
 
     def __call__(self, x):

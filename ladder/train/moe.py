@@ -33,7 +33,7 @@ from flax import nnx
 
 from ladder.spec import ModelSpec
 from ladder.train import precision
-from ladder.train.init import STD, HostInit, zeros
+from ladder.train.init import HostInit, residual_std, zeros
 
 
 class RouterBias(nnx.Variable):
@@ -147,7 +147,7 @@ class MoE(nnx.Module):
         self.dispatch = dispatch
         self.group_size = group_size
         self.compute_dtype = spec.compute_dtype  # the experts' products; the router stays float32
-        out_std = STD / math.sqrt(2 * spec.n_layers)
+        out_std = residual_std(spec.n_layers)
         self.router = nnx.Param(rngs.normal((d, e)))
         self.w13 = nnx.Param(rngs.normal((e, width, 2 * f)))
         self.w2 = nnx.Param(rngs.normal((e, f, width), out_std))

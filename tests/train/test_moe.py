@@ -4,10 +4,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
 from ladder.train.init import HostInit
 from ladder.train.model import build, loss_fn
 from ladder.train.moe import MoE, update_bias
+
+# A layer applied jitted, as the trainer runs it: op by op, each primitive would compile on its own.
+# One wrapper for the module, so its compile cache is shared by every call.
+_jitted_call = nnx.jit(lambda layer, x: layer(x))
 
 
 def _x(b=4, t=32, d=32, seed=0):
@@ -16,27 +21,23 @@ def _x(b=4, t=32, d=32, seed=0):
 
 @pytest.mark.parametrize("group_size", [0, 8])
 def test_capacity_dispatch_equals_all_experts_reference(moe_spec, group_size):
-    from flax import nnx
 
     spec = dataclasses.replace(moe_spec, capacity_factor=float(moe_spec.n_experts))  # nothing can drop
     fast = MoE(spec, rngs=HostInit(0), group_size=group_size)
     ref = MoE(spec, rngs=HostInit(0), dispatch="dense")
     x = _x()
-    # jitted, as the trainer runs it: op by op, each of the dispatch's primitives compiled on its own
-    call = nnx.jit(lambda layer, x: layer(x))
-    y, stats = call(fast, x)
-    y_ref, _ = call(ref, x)
+    y, stats = _jitted_call(fast, x)
+    y_ref, _ = _jitted_call(ref, x)
     assert float(stats["drop_rate"]) == 0.0
     np.testing.assert_allclose(np.asarray(y), np.asarray(y_ref), rtol=2e-5, atol=2e-6)
 
 
 def test_tight_capacity_drops_and_reports_it(moe_spec):
-    from flax import nnx
 
     spec = dataclasses.replace(moe_spec, capacity_factor=1.0)
     layer = MoE(spec, rngs=HostInit(0))
     layer.bias[...] = layer.bias[...].at[0].set(1.0)  # expert 0 in every token's top-2: over capacity
-    _, stats = nnx.jit(lambda layer, x: layer(x))(layer, _x())
+    _, stats = _jitted_call(layer, _x())
     assert float(stats["load_max_over_mean"]) == pytest.approx(2.0)
     # 32 tokens want expert 0, which has ceil(32 * 2 / 4) = 16 slots per sequence: 16 of 64 choices
     # drop there (the other experts share the rest, and may overflow a little too)
@@ -57,17 +58,14 @@ def test_router_bias_gets_no_gradient_and_changes_selection(moe_spec):
 
 @pytest.mark.parametrize("balancing", ["aux_free", "aux_free_quantile"])
 def test_bias_update_moves_loads_toward_balance(moe_spec, balancing):
-    from flax import nnx
 
     spec = dataclasses.replace(moe_spec, balancing=balancing)
     layer = MoE(spec, rngs=HostInit(0))
     x = _x(8, 32)
 
-    call = nnx.jit(lambda layer, x: layer(x)[1])
-
     def stats_for(bias):
         layer.bias[...] = bias
-        return call(layer, x)
+        return _jitted_call(layer, x)[1]
 
     bias = jnp.zeros(spec.n_experts).at[0].set(0.2)  # start badly unbalanced: expert 0 in most top-2s
     first = stats_for(bias)
