@@ -37,29 +37,69 @@ def isolated_dir() -> str:
     return _ISOLATED
 
 
-@pytest.fixture(scope="session")
-def ladder_smoke_root(tmp_path_factory) -> str:
-    """The smoke ladder trained once per session through the real CLI (real Ray, JAX, fits, W&B offline).
+# The shared ladders (tests/shared_ladders.py) a session's tests need, started in the background once
+# the tests are collected; LADDER_SMOKE_ROOT / LADDER_ISOFLOP_ROOT name finished ones to reuse instead.
+_SHARED = {"smoke": ("ladder_smoke_root", "LADDER_SMOKE_ROOT"), "isoflop": ("isoflop_run", "LADDER_ISOFLOP_ROOT")}
+_BACKGROUND: dict = {}
 
-    Tests that only read it share it; LADDER_SMOKE_ROOT reuses a finished one (for local iteration).
-    """
+
+def pytest_collection_finish(session) -> None:
+    wanted = [name for name, (fixture, reuse) in _SHARED.items()
+              if not os.environ.get(reuse) and any(fixture in getattr(i, "fixturenames", ()) for i in session.items)]
+    if not wanted or session.config.option.collectonly:
+        return
     import subprocess
     import sys
     from pathlib import Path
 
+    out = tempfile.mkdtemp(prefix="shared-ladders-", dir=_ISOLATED)
+    log = open(os.path.join(out, "background.log"), "w")
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("shared_ladders.py")), out, *wanted],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _BACKGROUND.update(proc=proc, out=out, names=set(wanted))
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    proc = _BACKGROUND.get("proc")
+    if proc is not None and proc.poll() is None:  # the session ended before a ladder was needed
+        import signal
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=120)
+
+
+def shared_ladder(name: str) -> dict:
+    """The outcome of one shared ladder: waited for if the background builds it, else built here."""
+    import json
+    import time
+
+    import shared_ladders
+
+    if name not in _BACKGROUND.get("names", ()):
+        out = tempfile.mkdtemp(prefix=f"shared-{name}-", dir=_ISOLATED)
+        shared_ladders.build_into(out, name)
+    else:
+        out, proc = _BACKGROUND["out"], _BACKGROUND["proc"]
+        path = shared_ladders.outcome_path(out, name)
+        while not path.exists():
+            if proc.poll() is not None and not path.exists():
+                log = open(os.path.join(out, "background.log")).read()[-3000:]
+                raise AssertionError(f"the background build of {name} exited {proc.returncode} before it finished: {log}")
+            time.sleep(1.0)
+    outcome = json.loads(shared_ladders.outcome_path(out, name).read_text())
+    assert outcome["ok"], outcome["error"]
+    return outcome["result"]
+
+
+@pytest.fixture(scope="session")
+def ladder_smoke_root() -> str:
+    """The smoke ladder trained once per session through the real CLI (real Ray, JAX, fits, W&B offline).
+
+    Tests that only read it share it; LADDER_SMOKE_ROOT reuses a finished one (for local iteration).
+    """
     if os.environ.get("LADDER_SMOKE_ROOT"):
         return os.environ["LADDER_SMOKE_ROOT"]
-    repo = Path(__file__).resolve().parents[1]
-    root = tmp_path_factory.mktemp("smoke-ladder")
-    ladder = str(Path(sys.executable).parent / "ladder")
-    # Piped, as in CI: the default progress is plain lines (one a second per training step here).
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1", "LADDER_PROGRESS_INTERVAL": "1"}
-    proc = subprocess.run([ladder, "submit", str(repo / "experiments" / "smoke.py"), "--root", str(root),
-                           "--wandb", "offline"], capture_output=True, text=True, timeout=1200, cwd=repo, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "ladder complete" in proc.stdout
-    (root / "submit.out").write_text(proc.stdout + proc.stderr)  # what the user saw, workers' logs included
-    return str(root)
+    return shared_ladder("smoke")["root"]
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,6 @@ import dataclasses
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,29 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = str(REPO / "experiments" / "smoke_isoflop.py")
 
 
-def _ladder(*args, env=None, timeout=900) -> subprocess.CompletedProcess:
-    exe = str(Path(sys.executable).parent / "ladder")
-    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
-
-
 @pytest.fixture(scope="session")
-def isoflop_run(tmp_path_factory) -> dict:
+def isoflop_run() -> dict:
+    """Planned, submitted, planned again and reported once per session (tests/shared_ladders.py)."""
+    from conftest import shared_ladder
+    from shared_ladders import build_isoflop
+
     # LADDER_ISOFLOP_ROOT reuses a finished run (local iteration): its "before" plan is then not before.
-    reused = bool(os.environ.get("LADDER_ISOFLOP_ROOT"))
-    root = os.environ.get("LADDER_ISOFLOP_ROOT") or str(tmp_path_factory.mktemp("isoflop-ladder"))
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1", "LADDER_PROGRESS_INTERVAL": "5"}
-    before = _ladder("plan", SPEC, "--root", root, "--json", env=env)
-    assert before.returncode == 0, before.stderr[-2000:]
-    # W&B is covered by the smoke ladder's own e2e; here it would only add its start-up to every run.
-    sub = _ladder("submit", SPEC, "--root", root, "--wandb", "disabled", env=env)
-    assert sub.returncode == 0, sub.stdout[-3000:] + sub.stderr[-3000:]
-    assert "ladder complete" in sub.stdout
-    after = _ladder("plan", SPEC, "--root", root, "--json", env=env)
-    assert after.returncode == 0, after.stderr[-2000:]
-    rep = _ladder("report", SPEC, "--root", root, "--json", env=env)
-    assert rep.returncode == 0, rep.stderr[-2000:]
-    return {"root": root, "fresh": not reused, "before": json.loads(before.stdout), "after": json.loads(after.stdout),
-            "report": json.loads(rep.stdout), "spec": dataclasses.replace(load_spec(SPEC), root=root)}
+    reused = os.environ.get("LADDER_ISOFLOP_ROOT")
+    run = build_isoflop(reused) if reused else shared_ladder("isoflop")
+    return {**run, "fresh": not reused, "spec": dataclasses.replace(load_spec(SPEC), root=run["root"])}
 
 
 def _steps(plan: dict) -> dict:
