@@ -34,7 +34,7 @@ demo: install
 	  $(BIN)/ladder report experiments/tiny.py --root runs; exit $$status
 
 test: install browser
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests --durations=30
 
 bench: install
 	$(BIN)/python -m bench
