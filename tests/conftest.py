@@ -92,6 +92,12 @@ def shared_ladder(name: str) -> dict:
 
 
 @pytest.fixture(scope="session")
+def shared_ladder_outcome():
+    """shared_ladder itself, for a fixture in another folder (`from conftest import` finds that folder's conftest)."""
+    return shared_ladder
+
+
+@pytest.fixture(scope="session")
 def ladder_smoke_root() -> str:
     """The smoke ladder trained once per session through the real CLI (real Ray, JAX, fits, W&B offline).
 

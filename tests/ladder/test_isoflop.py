@@ -24,14 +24,13 @@ SPEC = str(REPO / "experiments" / "smoke_isoflop.py")
 
 
 @pytest.fixture(scope="session")
-def isoflop_run() -> dict:
+def isoflop_run(shared_ladder_outcome) -> dict:
     """Planned, submitted, planned again and reported once per session (tests/shared_ladders.py)."""
-    from conftest import shared_ladder
     from shared_ladders import build_isoflop
 
     # LADDER_ISOFLOP_ROOT reuses a finished run (local iteration): its "before" plan is then not before.
     reused = os.environ.get("LADDER_ISOFLOP_ROOT")
-    run = build_isoflop(reused) if reused else shared_ladder("isoflop")
+    run = build_isoflop(reused) if reused else shared_ladder_outcome("isoflop")
     return {**run, "fresh": not reused, "spec": dataclasses.replace(load_spec(SPEC), root=run["root"])}
 
 
