@@ -3,6 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Two test processes (pytest-xdist, one file at a time each): run alone the suite kept 1.1-1.4 of the
+# 2 cores busy (fault tests wait on leases and kills, small JAX programs run on one thread).
+TEST_WORKERS ?= 2
 
 .PHONY: install browser demo test bench lint clean
 
@@ -34,7 +37,7 @@ demo: install
 	  $(BIN)/ladder report experiments/tiny.py --root runs; exit $$status
 
 test: install browser
-	$(BIN)/python -m pytest -q tests --durations=30
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests --durations=30
 
 bench: install
 	$(BIN)/python -m bench
