@@ -140,17 +140,22 @@ def test_resubmit_runs_nothing(smoke_root):
     assert {k: v["run_id"] for k, v in after.items()} == {k: v["run_id"] for k, v in before.items()}
 
 
-def test_rerun_one_rung_retrains_it_and_refreshes_the_analysis_not_the_hero(smoke_root):
+def test_rerun_one_rung_retrains_it_and_refreshes_the_analysis_not_the_hero(smoke_root, tmp_path):
+    import shutil
     import time
 
-    before = current(smoke_root)
+    # On a copy of the shared ladder: other test files read it at the same time (pytest-xdist), and a
+    # rerun replaces its fit, predict and report while it runs.
+    root = tmp_path / "copy"
+    shutil.copytree(smoke_root, root, symlinks=True)
+    before = current(root)
     rung = before["rung_2"]["dir"]
     old_result = json.loads((rung / "result.json").read_text())
     old_rows = pd.read_json(rung / "metrics.jsonl", lines=True)
     started = time.time()
-    proc = run_cli("rerun", SMOKE, "rung_2", "--root", str(smoke_root), "--no-progress")
+    proc = run_cli("rerun", SMOKE, "rung_2", "--root", str(root), "--no-progress")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    after = current(smoke_root)
+    after = current(root)
     changed = {k for k in after if after[k]["run_id"] != before[k]["run_id"]}
     assert changed == {"rung_2", "fit", "predict", "gate", "report"}
     prov = json.loads((after["fit"]["dir"] / "step.json").read_text())
@@ -172,7 +177,7 @@ def test_rerun_one_rung_retrains_it_and_refreshes_the_analysis_not_the_hero(smok
     assert new_result["final_eval_loss"] == pytest.approx(old_result["final_eval_loss"], rel=1e-4)
     rung_prov = json.loads((rung / "step.json").read_text())
     assert rung_prov["reason"] == "forced" and rung_prov["previous_outputs"] is None
-    assert not list((smoke_root / "smoke" / ".replaced").iterdir())  # the old outputs went once it succeeded
+    assert not list((root / "smoke" / ".replaced").iterdir())  # the old outputs went once it succeeded
 
 
 def test_notebook_walks_through_the_finished_ladder(smoke_root, tmp_path):
