@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -44,45 +50,30 @@ def isolated_dir() -> str:
 # Under pytest-xdist every worker collects the same tests: the first to create the session's folder
 # starts the build, the others wait on the same outcome files.
 _SHARED = {"smoke": ("ladder_smoke_root", "LADDER_SMOKE_ROOT"), "isoflop": ("isoflop_run", "LADDER_ISOFLOP_ROOT")}
-_SESSION: dict = {}
 _RUN = os.environ.setdefault("LADDER_TEST_SESSION", os.urandom(6).hex())  # xdist's workers inherit it
-
-
-def _shared_dir(config) -> str:
-    return os.path.join(_ISOLATED, f"shared-ladders-{_RUN}")
+_SHARED_DIR = os.path.join(_ISOLATED, f"shared-ladders-{_RUN}")
 
 
 def pytest_collection_finish(session) -> None:
     wanted = [name for name, (fixture, reuse) in _SHARED.items()
               if not os.environ.get(reuse) and any(fixture in getattr(i, "fixturenames", ()) for i in session.items)]
-    out = _shared_dir(session.config)
     if not wanted or session.config.option.collectonly:
         return
     try:
-        os.mkdir(out)
+        os.mkdir(_SHARED_DIR)
     except FileExistsError:  # another worker of this session started them
         return
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    log = open(os.path.join(out, "background.log"), "w")
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("shared_ladders.py")), out, *wanted],
+    log = open(os.path.join(_SHARED_DIR, "background.log"), "w")
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("shared_ladders.py")), _SHARED_DIR, *wanted],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    _SESSION["proc"] = proc
-    Path(out, "started.tmp").write_text(json.dumps({"pid": proc.pid, "names": wanted}))
-    Path(out, "started.tmp").replace(Path(out, "started.json"))
+    Path(_SHARED_DIR, "started.tmp").write_text(json.dumps({"pid": proc.pid, "names": wanted}))
+    Path(_SHARED_DIR, "started.tmp").replace(Path(_SHARED_DIR, "started.json"))
 
 
-def _started(config) -> dict | None:
-    import json
-    import time
-
-    out = _shared_dir(config)
-    meta = os.path.join(out, "started.json")
+def _started() -> dict | None:
+    meta = os.path.join(_SHARED_DIR, "started.json")
     for _ in range(600):  # the starter writes it right after creating the folder
-        if not os.path.isdir(out) or os.path.exists(meta):
+        if not os.path.isdir(_SHARED_DIR) or os.path.exists(meta):
             break
         time.sleep(0.1)
     return json.load(open(meta)) if os.path.exists(meta) else None
@@ -91,9 +82,7 @@ def _started(config) -> dict | None:
 def _running(pid: int) -> bool:
     import psutil
 
-    if "proc" in _SESSION and _SESSION["proc"].pid == pid:
-        return _SESSION["proc"].poll() is None
-    try:
+    try:  # the starter's own child is a zombie once it exits, until reaped
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
@@ -103,53 +92,46 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     # Only where the whole session ends (not in one xdist worker, while another may still wait on it).
     if hasattr(session.config, "workerinput"):
         return
-    started = _started(session.config)
+    started = _started()
     if started and _running(started["pid"]):  # the session ended before a ladder was needed
-        import signal
-
         os.killpg(started["pid"], signal.SIGTERM)
 
 
-def shared_ladder(name: str, config) -> dict:
+def shared_ladder(name: str) -> dict:
     """The outcome of one shared ladder: waited for if the background builds it, else built here."""
-    import json
-    import time
-
     import shared_ladders
 
-    started = _started(config)
+    started = _started()
+    out = _SHARED_DIR
     if started is None or name not in started["names"]:
         out = tempfile.mkdtemp(prefix=f"shared-{name}-", dir=_ISOLATED)
         shared_ladders.build_into(out, name)
-    else:
-        out = _shared_dir(config)
-        path = shared_ladders.outcome_path(out, name)
-        while not path.exists():
-            if not _running(started["pid"]) and not path.exists():
-                log = open(os.path.join(out, "background.log")).read()[-3000:]
-                raise AssertionError(f"the background build of {name} ended before it finished: {log}")
-            time.sleep(1.0)
-    outcome = json.loads(shared_ladders.outcome_path(out, name).read_text())
+    path = shared_ladders.outcome_path(out, name)
+    while not path.exists():
+        if not _running(started["pid"]):
+            log = open(os.path.join(out, "background.log")).read()[-3000:]
+            raise AssertionError(f"the background build of {name} ended before it finished: {log}")
+        time.sleep(1.0)
+    outcome = json.loads(path.read_text())
     assert outcome["ok"], outcome["error"]
     return outcome["result"]
 
 
 @pytest.fixture(scope="session")
-def shared_ladder_outcome(pytestconfig):
-    """shared_ladder for this session, for a fixture in another folder (`from conftest import` finds that
-    folder's conftest)."""
-    return lambda name: shared_ladder(name, pytestconfig)
+def shared_ladder_outcome():
+    """shared_ladder, for a fixture in another folder (`from conftest import` finds that folder's conftest)."""
+    return shared_ladder
 
 
 @pytest.fixture(scope="session")
-def ladder_smoke_root(pytestconfig) -> str:
+def ladder_smoke_root() -> str:
     """The smoke ladder trained once per session through the real CLI (real Ray, JAX, fits, W&B offline).
 
     Tests that only read it share it; LADDER_SMOKE_ROOT reuses a finished one (for local iteration).
     """
     if os.environ.get("LADDER_SMOKE_ROOT"):
         return os.environ["LADDER_SMOKE_ROOT"]
-    return shared_ladder("smoke", pytestconfig)["root"]
+    return shared_ladder("smoke")["root"]
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -141,9 +143,6 @@ def test_resubmit_runs_nothing(smoke_root):
 
 
 def test_rerun_one_rung_retrains_it_and_refreshes_the_analysis_not_the_hero(smoke_root, tmp_path):
-    import shutil
-    import time
-
     # On a copy of the shared ladder: other test files read it at the same time (pytest-xdist), and a
     # rerun replaces its fit, predict and report while it runs.
     root = tmp_path / "copy"
@@ -197,8 +196,6 @@ def test_notebook_walks_through_the_finished_ladder(smoke_root, tmp_path):
 
 
 def test_gate_blocks_a_ladder_with_a_diverged_rung(smoke_root, tmp_path):
-    import shutil
-
     root = tmp_path / "diverged"
     # rung_2 at an absurd learning rate diverges; the other rungs are the smoke ladder's own. Their
     # finished directories are copied from the module's ladder: same configs, same hashes, so the
