@@ -6,6 +6,7 @@ Point laws (a runs table: DataFrame with params, tokens, loss, optional flops = 
     read_runs(path) -> runs table                            RUNS.csv, checked column by column
     fit_chinchilla(N, D, L, starts=None) -> FitResult        Hoffmann et al. 2022 / Epoch AI 2024
     fit_compute(C, L, pin_E=None) -> FitResult               L(C) = E + A C^-alpha
+    fit_compute_domains(C, {domain: L}, {domain: w}) -> FitResult   sum_d w_d (E_d + A_d C^-alpha_d)
     fit_isoflop(N, D, L, C=None, budgets=None) -> FitResult  Approach 2: N_opt ~ C^a, D_opt ~ C^b
     compute_optimal(result_or_law, C) -> (N_opt, D_opt)      closed form for Chinchilla
     predict(result, runs) -> loss array                      (N, D) or C per the law
@@ -52,6 +53,7 @@ except PackageNotFoundError:  # a source tree on sys.path without an install
 _LAZY = {
     "ChinchillaLaw": "fits.chinchilla", "fit_chinchilla": "fits.chinchilla",
     "ComputeLaw": "fits.compute", "fit_compute": "fits.compute",
+    "DomainSumLaw": "fits.domains", "fit_compute_domains": "fits.domains",
     "MultiPowerLaw": "fits.curves", "TissueLaw": "fits.curves", "fit_curves": "fits.curves",
     "predict_schedule": "fits.curves",
     "IsoFlopLaw": "fits.isoflop", "fit_isoflop": "fits.isoflop",
@@ -68,6 +70,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from fits.chinchilla import ChinchillaLaw, fit_chinchilla
     from fits.compute import ComputeLaw, fit_compute
     from fits.curves import MultiPowerLaw, TissueLaw, fit_curves, predict_schedule
+    from fits.domains import DomainSumLaw, fit_compute_domains
     from fits.io import InputError, read_runs
     from fits.isoflop import IsoFlopLaw, fit_isoflop
     from fits.joint import JointCurveLaw, fit_joint_curves
@@ -91,8 +94,8 @@ def __dir__():
 
 
 __all__ = [  # every name of _LAZY, and the two defined here
-    "DEFAULT_LEVEL", "ChinchillaLaw", "ComputeLaw", "FitResult", "InputError", "IsoFlopLaw", "JointCurveLaw",
+    "DEFAULT_LEVEL", "ChinchillaLaw", "ComputeLaw", "DomainSumLaw", "FitResult", "InputError", "IsoFlopLaw", "JointCurveLaw",
     "MultiPowerLaw", "TissueLaw", "__version__", "backtest", "bootstrap", "calibrate", "calibrated_interval",
-    "compute_optimal", "fit", "fit_chinchilla", "fit_compute", "fit_curves", "fit_isoflop", "fit_joint_curves",
+    "compute_optimal", "fit", "fit_chinchilla", "fit_compute", "fit_compute_domains", "fit_curves", "fit_isoflop", "fit_joint_curves",
     "predict", "predict_schedule", "prediction_band", "read_runs",
 ]

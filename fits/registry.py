@@ -15,6 +15,10 @@ def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None
         from fits.compute import ComputeLaw
 
         return ComputeLaw(**{k: params[k] for k in ("E", "A", "alpha")})
+    if name == "compute_domains":
+        from fits.domains import DomainSumLaw
+
+        return DomainSumLaw.from_params(params, config)
     if name == "isoflop":
         from fits.isoflop import IsoFlopLaw
 
@@ -35,4 +39,4 @@ def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None
         from fits.joint import JointCurveLaw
 
         return JointCurveLaw.from_params(name[len("joint_"):], params, config)
-    raise ValueError(f"unknown law {name!r}; known: chinchilla, compute, isoflop, multipower, tissue, progress, per_fraction, joint_*")
+    raise ValueError(f"unknown law {name!r}; known: chinchilla, compute, compute_domains, isoflop, multipower, tissue, progress, per_fraction, joint_*")

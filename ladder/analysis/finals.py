@@ -9,7 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ladder.analysis.runs import DOMAIN_LOSS, DOMAIN_WEIGHT, domain_columns
 from ladder.spec import FitSpec, RungSpec
+
+PER_DOMAIN = "compute_domains"
+COMPUTE_LAWS = ("compute", PER_DOMAIN)  # laws in C alone, fitted on final losses only
 
 
 def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None = None, n_polish: int = 4):
@@ -19,6 +23,8 @@ def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None 
     if fit.law == "compute":
         finals = points[points["kind"] == "final"]
         return fits.fit(finals[["params", "tokens", "flops", "loss"]], "compute", pin_E=fit.pin_E)
+    if fit.law == PER_DOMAIN:
+        return fit_per_domain(points[points["kind"] == "final"])
     if fit.law == "chinchilla_tied":
         from fits.chinchilla_tied import fit_chinchilla_tied
 
@@ -27,9 +33,23 @@ def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None 
     return fits.fit(points[["params", "tokens", "flops", "loss"]], "chinchilla", starts=starts)
 
 
+def fit_per_domain(finals: pd.DataFrame):
+    """One compute law per eval domain, summed with the mixture's weights (fits.domains)."""
+    from fits.domains import fit_compute_domains
+
+    columns = domain_columns(finals)
+    if not columns or finals[columns].isna().any().any():
+        raise ValueError("the compute_domains law needs every rung's eval loss per domain "
+                         "(final_eval_loss_by_domain in result.json); imported finals lack it: use fit.law=compute")
+    C = finals["flops"].to_numpy(float)
+    domains = [c[len(DOMAIN_LOSS):] for c in columns]
+    weights = {d: float(finals[DOMAIN_WEIGHT + d].iloc[0]) for d in domains if DOMAIN_WEIGHT + d in finals}
+    return fit_compute_domains(C, {d: finals[DOMAIN_LOSS + d].to_numpy(float) for d in domains}, weights)
+
+
 def _bootstrap_starts(base, fit: FitSpec) -> np.ndarray | None:
     """Starts for a bootstrap refit: the full fit's optimum and a few neighbours, not the whole grid."""
-    if fit.law == "compute":
+    if fit.law in COMPUTE_LAWS:
         return None
     p = base.params
     theta = np.array([math.log(max(p["A"], 1e-30)), math.log(max(p["B"], 1e-30)), math.log(max(p["E"], 1e-30)), p["alpha"]]
@@ -99,7 +119,7 @@ def seed_spread(points: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def min_rungs(fit: FitSpec) -> int:
-    return {"compute": 3, "chinchilla": 3, "chinchilla_tied": 2}[fit.law]
+    return {"compute": 3, PER_DOMAIN: 3, "chinchilla": 3, "chinchilla_tied": 2}[fit.law]
 
 
 def _targets_along(points: pd.DataFrame, flops_grid: np.ndarray, hero: RungSpec | None) -> list[tuple[float, float, float]]:

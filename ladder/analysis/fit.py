@@ -12,6 +12,7 @@ from ladder import layout
 from ladder.analysis.backtests import backtest_at_ratio, curve_backtest
 from ladder.analysis.curves import fit_curve_law, schedule_factors
 from ladder.analysis.finals import (
+    COMPUTE_LAWS,
     _targets_along,
     bootstrap_fits,
     fit_final_law,
@@ -34,8 +35,8 @@ def _fit_spec(config: dict) -> FitSpec:
 def exactly_determined(points: pd.DataFrame, fit: FitSpec) -> str | None:
     """What the data cannot pin when the final-loss law has as many free parameters as distinct points, else None."""
     finals = points[points["kind"] == "final"]
-    if fit.law == "compute":
-        free = ["A", "alpha"] + ([] if fit.pin_E is not None else ["E"])
+    if fit.law in COMPUTE_LAWS:
+        free = ["A", "alpha"] + ([] if fit.pin_E is not None and fit.law == "compute" else ["E"])
         units, what = int(finals["flops"].nunique()), "compute budgets"
     else:
         free = ["A", "B", "E", "alpha"] + ([] if fit.law == "chinchilla_tied" else ["beta"])

@@ -31,17 +31,38 @@ def collect_runs(rung_names: list[str], dep_dirs: dict[str, str]) -> tuple[pd.Da
         # treat a size as one unit, and the fit sees every run.
         base = {"name": name, "size": f"{float(result['params_active']):.0f}x{float(result['tokens']):.0f}",
                 "params": float(result["params_active"]), "params_total": float(result["params_total"]),
-                "flops_per_token": float(result["flops"]) / float(result["tokens"])}
+                "flops_per_token": float(result["flops"]) / float(result["tokens"]), **domain_weights(d)}
         rows.append({**base, "kind": "final", "tokens": float(result["tokens"]), "flops": float(result["flops"]),
                      "loss": float(result["final_eval_loss"]), "train_loss": result.get("final_train_loss"),
-                     "steps": result.get("steps")})
+                     "steps": result.get("steps"), **domain_losses(result)})
         for br in result.get("branches") or []:
             if br.get("final_eval_loss") is None:
                 continue
             rows.append({**base, "kind": "branch", "tokens": float(br["tokens"]),
                          "flops": float(br["tokens"]) * base["flops_per_token"], "loss": float(br["final_eval_loss"]),
-                         "train_loss": br.get("final_train_loss"), "steps": br.get("steps")})
+                         "train_loss": br.get("final_train_loss"), "steps": br.get("steps"), **domain_losses(br)})
     return pd.DataFrame(rows), excluded
+
+
+DOMAIN_LOSS = "loss@"  # column prefix of a point's eval loss on one domain of the mixture
+
+
+def domain_losses(result: dict) -> dict[str, float]:
+    """{"loss@<domain>": eval loss} of a result or branch record (empty for imported finals without them)."""
+    return {DOMAIN_LOSS + d: float(v) for d, v in (result.get("final_eval_loss_by_domain") or {}).items()}
+
+
+DOMAIN_WEIGHT = "weight@"  # column prefix of that domain's weight in the eval mixture
+
+
+def domain_columns(points: pd.DataFrame) -> list[str]:
+    return [c for c in points.columns if c.startswith(DOMAIN_LOSS)]
+
+
+def domain_weights(run_dir: str | Path) -> dict[str, float]:
+    """{"weight@<domain>": weight} of the eval mixture a run was scored on (its train_config.json)."""
+    config = layout.read_json(Path(run_dir) / "train_config.json", None) or {}
+    return {DOMAIN_WEIGHT + d["name"]: float(d["weight"]) for d in (config.get("data") or {}).get("domains") or ()}
 
 
 def rung_curve(run_dir: str | Path) -> pd.DataFrame:

@@ -84,6 +84,7 @@ def propagate_final(points: pd.DataFrame, fit, base, targets: list[tuple[float, 
     few percent of luck on each moves the extrapolation more than the luck itself.
     """
     from ladder.analysis.finals import _bootstrap_starts, fit_final_law, law_predict
+    from ladder.analysis.runs import domain_columns
 
     if sigma <= 0 or not targets:
         return np.zeros(len(targets))
@@ -91,7 +92,9 @@ def propagate_final(points: pd.DataFrame, fit, base, targets: list[tuple[float, 
     starts = _bootstrap_starts(base, fit)
     preds = []
     for _ in range(n):
-        shifted = points.assign(loss=points["loss"].to_numpy(float) * np.exp(size_shifts(points, sigma, rng)))
+        factor = np.exp(size_shifts(points, sigma, rng))
+        # A size's luck moves its mixture loss and each domain's loss alike (the per-domain law fits those).
+        shifted = points.assign(**{c: points[c].to_numpy(float) * factor for c in ["loss", *domain_columns(points)]})
         try:
             res = fit_final_law(shifted, fit, starts=starts, n_polish=1)
         except ValueError:

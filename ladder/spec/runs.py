@@ -154,7 +154,7 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class FitSpec:
-    law: str = "compute"  # final-loss law: compute | chinchilla | chinchilla_tied (one exponent for N and D)
+    law: str = "compute"  # final-loss law: compute | compute_domains (one per eval domain, summed) | chinchilla | chinchilla_tied
     curve_law: str = "multipower"  # whole-curve law: multipower | tissue | none
     bootstrap: int = 200
     level: float = 0.9

@@ -37,6 +37,8 @@ BAD_SPECS = [
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["data.domains[0].source='/no/such/corpus.txt'"], "data.domains[0].source:"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.level=1.5"], "fit.level:"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.law='kaplan'"], "fit.law:"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.law='compute_domains'", "fit.pin_E=0.5"],
+     "fit.pin_E: the compute_domains law fits each domain's own E"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["wandb.mode='loud'"], "wandb.mode:"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].batch_size=10000"], "rungs[0].tokens:"),
     ("LADDER = LadderSpec(name='x', rungs=(RUNGS[0], RUNGS[0], RUNGS[2], RUNGS[3]), hero=HERO)", [], "rungs[1].name: duplicate"),
