@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ladder import layout
 
-BUDGET_KEYS = ("index", "flops", "n_opt", "d_opt", "loss_opt", "tokens_per_param", "n_opt_lower", "n_opt_upper",
+BUDGET_KEYS = ("index", "flops", "n_opt", "d_opt", "loss_opt", "tokens_per_param", "tokens_opt",
+               "trained_tokens_per_param", "n_opt_lower", "n_opt_upper",
                "d_opt_lower", "d_opt_upper", "loss_opt_lower", "loss_opt_upper", "runs", "best_run")
 
 
@@ -42,7 +43,7 @@ def lines(iso: dict | None) -> list[str]:
         out.append(f"  {what}: {k} = {fmt(p.get('value'), '.3f')} [{fmt(p.get('lower'), '.3f')}, {fmt(p.get('upper'), '.3f')}]")
     for b in iso["budgets"]:
         out.append(f"  C {fmt(b['flops'])}: N_opt {fmt(b['n_opt'])} [{fmt(b['n_opt_lower'])}, {fmt(b['n_opt_upper'])}], "
-                   f"D_opt {fmt(b['d_opt'])}, {fmt(b['tokens_per_param'], '.0f')} tokens/param, "
+                   f"D_opt {fmt(b['d_opt'])} (C/6N), {fmt(b.get('trained_tokens_per_param'), '.0f')} tokens/param as trained, "
                    f"L_opt {fmt(b['loss_opt'], '.4f')}, best run {b['best_run']}")
     if iso.get("dropped_budgets"):
         out.append(f"  budgets without a minimum inside their sizes (left out): {iso['dropped_budgets']}")

@@ -61,6 +61,9 @@ def test_report_has_the_frontier_with_intervals(isoflop_run):
     for b in budgets:
         assert set(b) >= {"flops", "n_opt", "d_opt", "loss_opt"}
         assert b["d_opt"] * b["n_opt"] * 6 == pytest.approx(b["flops"], rel=1e-9)
+        # As trained, a model this small spends more than 6N FLOPs per token: fewer tokens than C / 6N.
+        assert b["trained_tokens_per_param"] == pytest.approx(b["tokens_opt"] / b["n_opt"])
+        assert b["tokens_opt"] < b["d_opt"]
         assert 0 < b["loss_opt"] < math.log(256)  # below a uniform byte model
         for k in ("n_opt", "loss_opt"):
             lo, hi = b[f"{k}_lower"], b[f"{k}_upper"]
