@@ -69,6 +69,21 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   loss 0.99 at d16, 1.006 at d48, 1.014-1.020 at the hero): about 1% of the miss; the rest is in
   the training loss too. So the loss bends beyond the rungs in every draw, and nothing fitted to
   rungs this small foresees it.
+- Issue 18's causes, measured on rungs only (none adopted):
+  1. the frontier: experiments/tiny_isoflop.py swept the three smallest rung budgets; 98-118 trained
+     tokens per parameter at the optimum, a = 0.545 [0.379, 0.724], and these rungs at 50 sit within
+     0.5% of each budget's optimum, the same at every budget: it cannot bend the law by 3%;
+  2. b2 0.983 / 0.99 (the second moment's half-life fixed in tokens) at d16 and d48, two seeds each
+     (tiny_sweeps.csv, sweep=b2): both sizes 0.4-0.6% worse than 0.95, the smallest no more than the
+     largest, so it would not flatten the slope;
+  3. one compute law per eval domain, summed (fit.law="compute_domains"): 4.1x backtests -0.11 ->
+     +0.15%, +4.54 -> +4.30%, -0.56 -> +0.31% on three draws' rungs; it lifts the forecast 0.3-1.1
+     points but corrects no rung error, so the default stays one law on the mixture.
+- The cooldown branches are gone (nothing of the compute law or the curve law read them; 15% of the
+  rungs' steps); the rungs' finals are unchanged to the printed digit. Pre-registered draws of this
+  file at ladder seeds 0, 1, 2: 4.1x backtests -0.11%, +4.54% (gate
+  BLOCKED) and -0.56%; heroes at 4.3x -3.35%, -1.93% (forced) and -0.88%, all inside their 90%
+  intervals; the whole-curve law -1.49%, -3.22%, -0.25%. Still the same sign in every draw.
 """
 
 from ladder.recipe import Recipe

@@ -9,6 +9,9 @@ import pandas as pd
 
 from ladder import layout
 
+DOMAIN_LOSS = "loss@"  # column prefix of a point's eval loss on one domain of the mixture
+DOMAIN_WEIGHT = "weight@"  # column prefix of that domain's weight in the eval mixture
+
 
 def collect_runs(rung_names: list[str], dep_dirs: dict[str, str]) -> tuple[pd.DataFrame, list[dict]]:
     """One row per fitted point: each rung's final result and each of its cooldown branches.
@@ -44,15 +47,9 @@ def collect_runs(rung_names: list[str], dep_dirs: dict[str, str]) -> tuple[pd.Da
     return pd.DataFrame(rows), excluded
 
 
-DOMAIN_LOSS = "loss@"  # column prefix of a point's eval loss on one domain of the mixture
-
-
 def domain_losses(result: dict) -> dict[str, float]:
     """{"loss@<domain>": eval loss} of a result or branch record (empty for imported finals without them)."""
     return {DOMAIN_LOSS + d: float(v) for d, v in (result.get("final_eval_loss_by_domain") or {}).items()}
-
-
-DOMAIN_WEIGHT = "weight@"  # column prefix of that domain's weight in the eval mixture
 
 
 def domain_columns(points: pd.DataFrame) -> list[str]:
