@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from fits.result import FitResult
 from ladder.analysis.fit import fit_ladder
 from ladder.analysis.runs import collect_runs
 
@@ -37,12 +39,12 @@ def test_per_domain_law_on_the_smoke_ladders_rungs(ladder_smoke_root, tmp_path):
     assert doc["law"]["config"]["weights"] == pytest.approx([0.5, 0.5])
     assert doc["backtest"]["ok"] and doc["backtest"]["law"] == "compute_domains"
     # The summed law follows the rungs it was fitted on: within the smoke rungs' seed noise (up to
-    # 7.5% per run, tests/../seeds.py) of each size's loss, and its band brackets its own curve.
-    from fits.result import FitResult
-
+    # 7.5% per run, ladder/analysis/seeds.py) of each size's loss, and its band brackets its own curve.
     law = FitResult.from_dict(doc["law"])
     by_size = finals.groupby("flops")["loss"].mean()
     rel = law.predict(by_size.index.to_numpy()) / by_size.to_numpy() - 1
     assert np.max(np.abs(rel)) < 0.08, rel
-    curve = (tmp_path / "law_curve.csv").read_text().splitlines()
-    assert curve[0].split(",") == ["flops", "loss", "lower", "upper"]
+    curve = pd.read_csv(tmp_path / "law_curve.csv")
+    assert list(curve.columns) == ["flops", "loss", "lower", "upper"]
+    assert (curve["lower"] <= curve["loss"]).all() and (curve["loss"] <= curve["upper"]).all()
+    assert (curve["upper"] > curve["lower"]).any()
