@@ -116,8 +116,10 @@ def test_a_step_stays_live_while_its_driver_cannot_heartbeat(tmp_path, ray_local
     live for the whole run, so a second driver would wait, not take over."""
     monkeypatch.setattr(Heartbeater, "_loop", lambda self: None)
     root = str(tmp_path / "runs")
-    ex = Executor(root, "lad", lease_timeout=1.5, heartbeat=0.2)
-    steps = [Step("slow", fault_steps.sleeper, {"sleep": 5.0})]
+    # A 3 s lease: under two xdist workers on 2 cores the task's 0.2 s beats were measured 1.5-1.64 s
+    # apart, past a 1.5 s lease. The run still outlasts the lease, so a missing task heartbeat fails here.
+    ex = Executor(root, "lad", lease_timeout=3.0, heartbeat=0.2)
+    steps = [Step("slow", fault_steps.sleeper, {"sleep": 7.0})]
     d = ex.graph(steps)["slow"].dir
     store = Store(root)
     stale: list[float] = []
@@ -129,7 +131,7 @@ def test_a_step_stays_live_while_its_driver_cannot_heartbeat(tmp_path, ray_local
             st = read_state(store, d)
             if st.state == RUNNING:
                 started = True
-                if not st.live(1.5):
+                if not st.live(3.0):
                     stale.append(time.time() - float(st.status.get("heartbeat") or 0))
             elif started:
                 return
