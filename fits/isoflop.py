@@ -68,15 +68,19 @@ def fit_isoflop(N, D, L, C=None, *, budgets=None, tol_dex: float = 0.05, min_run
         if not np.all(np.isfinite(v)) or np.any(v <= 0):
             raise ValueError(f"{name} must be finite and positive")
     labels = group_budgets(C, tol_dex) if budgets is None else np.unique(np.asarray(budgets), return_inverse=True)[1]
-    vertices = _vertices(N, L, C, labels, min_runs, flops_per_param_token)
+    vertices = _vertices(N, D, L, C, labels, min_runs, flops_per_param_token)
     if len(vertices) < 2:
         raise ValueError(f"isoFLOP needs at least 2 budgets with >= {min_runs} sizes bracketing a minimum; "
                          f"found {len(vertices)}")
     return _frontier(vertices, int(N.size), flops_per_param_token, loss_law)
 
 
-def _vertices(N, L, C, labels, min_runs: int, flops_per_param_token: float) -> list[dict]:
-    """Each budget's parabola vertex (budgets whose runs bracket no minimum are left out)."""
+def _vertices(N, D, L, C, labels, min_runs: int, flops_per_param_token: float) -> list[dict]:
+    """Each budget's parabola vertex (budgets whose runs bracket no minimum are left out).
+
+    D_opt is the law's C / (k N_opt); D_trained is the tokens a run at N_opt trains on, read off the
+    budget's own runs (log D against log N), which differs when a run spends more than k N FLOPs per
+    token (attention and embeddings, 12-30 N for models of 1e4 parameters)."""
     vertices = []
     for lab in np.unique(labels):
         m = labels == lab
@@ -91,7 +95,9 @@ def _vertices(N, L, C, labels, min_runs: int, flops_per_param_token: float) -> l
             continue
         Cb = float(np.exp(np.mean(np.log(C[m]))))
         n_opt = float(np.exp(xv))
+        slope, icpt = np.polyfit(x, np.log(D[m]), 1)
         vertices.append({"C": Cb, "N_opt": n_opt, "D_opt": Cb / (flops_per_param_token * n_opt),
+                         "D_trained": float(np.exp(icpt + slope * xv)),
                          "L_opt": float(c0 + c1 * xv + c2 * xv * xv), "n_runs": int(m.sum()), "label": int(lab)})
     return vertices
 
@@ -187,7 +193,7 @@ def bootstrap_isoflop(N, D, L, C, budgets, *, n_boot: int = 200, level: float = 
 
     budgets_out = []
     for v in vertices:
-        row = {k: v[k] for k in ("label", "C", "N_opt", "D_opt", "L_opt", "n_runs")}
+        row = {k: v[k] for k in ("label", "C", "N_opt", "D_opt", "D_trained", "L_opt", "n_runs")}
         for k in ("N_opt", "D_opt", "L_opt"):
             row[f"{k}_lower"], row[f"{k}_upper"] = interval(per_budget[v["label"]][k])
         budgets_out.append(row)

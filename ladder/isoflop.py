@@ -149,13 +149,9 @@ def _doc(table, boot: dict) -> dict:
         k = int(labels[v["label"]])
         runs = table[table["budget"] == k]
         best = runs.iloc[int(np.argmin(np.abs(np.log(runs["params_active"]) - math.log(v["N_opt"]))))]
-        # The law's D is C / 6N; a model this small spends 12-30 N FLOPs per token (attention, embeddings),
-        # so the tokens a run at N_opt would really train on come from the budget's own runs (log-linear).
-        slope, icpt = np.polyfit(np.log(runs["params_active"]), np.log(runs["tokens"]), 1)
-        tokens_opt = float(np.exp(icpt + slope * math.log(v["N_opt"])))
         budgets.append({"index": k, "flops": float(runs["flops"].iloc[0]), "n_opt": v["N_opt"], "d_opt": v["D_opt"],
                         "loss_opt": v["L_opt"], "tokens_per_param": v["D_opt"] / v["N_opt"],
-                        "tokens_opt": tokens_opt, "trained_tokens_per_param": tokens_opt / v["N_opt"],
+                        "tokens_opt": v["D_trained"], "trained_tokens_per_param": v["D_trained"] / v["N_opt"],
                         **{f"{key}_{side}": _num(v[f"{name}_{side}"]) for key, name in
                            (("n_opt", "N_opt"), ("d_opt", "D_opt"), ("loss_opt", "L_opt")) for side in ("lower", "upper")},
                         "runs": int(v["n_runs"]), "best_run": str(best["run"])})

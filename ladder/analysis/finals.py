@@ -11,9 +11,9 @@ import pandas as pd
 
 from ladder.analysis.runs import DOMAIN_LOSS, DOMAIN_WEIGHT, domain_columns
 from ladder.spec import FitSpec, RungSpec
+from ladder.spec.runs import FINAL_LAW_MIN_RUNGS
 
-PER_DOMAIN = "compute_domains"
-COMPUTE_LAWS = ("compute", PER_DOMAIN)  # laws in C alone, fitted on final losses only
+COMPUTE_LAWS = ("compute", "compute_domains")  # laws in C alone, fitted on final losses only
 
 
 def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None = None, n_polish: int = 4):
@@ -23,7 +23,7 @@ def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None 
     if fit.law == "compute":
         finals = points[points["kind"] == "final"]
         return fits.fit(finals[["params", "tokens", "flops", "loss"]], "compute", pin_E=fit.pin_E)
-    if fit.law == PER_DOMAIN:
+    if fit.law == "compute_domains":
         return fit_per_domain(points[points["kind"] == "final"])
     if fit.law == "chinchilla_tied":
         from fits.chinchilla_tied import fit_chinchilla_tied
@@ -119,7 +119,7 @@ def seed_spread(points: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def min_rungs(fit: FitSpec) -> int:
-    return {"compute": 3, PER_DOMAIN: 3, "chinchilla": 3, "chinchilla_tied": 2}[fit.law]
+    return FINAL_LAW_MIN_RUNGS[fit.law]
 
 
 def _targets_along(points: pd.DataFrame, flops_grid: np.ndarray, hero: RungSpec | None) -> list[tuple[float, float, float]]:

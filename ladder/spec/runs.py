@@ -152,6 +152,10 @@ class DataSpec:
     eval_tokens: int = 32_768  # per domain
 
 
+# Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).
+FINAL_LAW_MIN_RUNGS = {"compute": 3, "compute_domains": 3, "chinchilla": 3, "chinchilla_tied": 2}
+
+
 @dataclass(frozen=True)
 class FitSpec:
     law: str = "compute"  # final-loss law: compute | compute_domains (one per eval domain, summed) | chinchilla | chinchilla_tied

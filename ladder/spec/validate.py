@@ -20,7 +20,7 @@ from .model import (
     Rule,
     SpecError,
 )
-from .runs import DataSpec, LadderSpec, RungSpec
+from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
@@ -221,7 +221,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         _validate_model(problems, f"targets[{i}].model", target.model)
         _positive_int(problems, f"targets[{i}].tokens", target.tokens)
     _validate_data(problems, "data", spec.data, base_dir)
-    _choice(problems, "fit.law", spec.fit.law, ("compute", "compute_domains", "chinchilla", "chinchilla_tied"))
+    _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
     _choice(problems, "fit.curve_law", spec.fit.curve_law, ("multipower", "tissue", "none"))
@@ -238,7 +238,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         if spec.fit.bootstrap < 0:
             problems.append(f"fit.bootstrap: must be >= 0, got {spec.fit.bootstrap}")
     _number_in(problems, "fit.level", spec.fit.level, 0, 1, lo_open=True)
-    min_rungs = {"compute": 3, "compute_domains": 3, "chinchilla": 3, "chinchilla_tied": 2}.get(spec.fit.law, 0)
+    min_rungs = FINAL_LAW_MIN_RUNGS.get(spec.fit.law, 0)
     if len(spec.rungs) < min_rungs and spec.hero is not None:
         problems.append(f"rungs: the {spec.fit.law} law needs at least {min_rungs} rungs, got {len(spec.rungs)}")
     _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)
