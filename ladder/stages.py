@@ -71,6 +71,17 @@ def _train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
     }
 
 
+def _warm_key(run: RungSpec) -> str:
+    """What a run's compiled programs depend on: its config without the fields a seed's replica
+    changes (an over-specific key only misses the cache, it never shares a wrong program)."""
+    import hashlib
+
+    from ladder.executor.hashing import canonical_json
+
+    config = {k: v for k, v in to_dict(run).items() if k not in ("name", "seed", "replica", "description", "placement")}
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:12]
+
+
 def build_steps(spec: LadderSpec) -> list:
     """The ladder's DAG as executor Steps (spec must be resolved)."""
     from ladder import isoflop
@@ -88,7 +99,8 @@ def build_steps(spec: LadderSpec) -> list:
             steps.append(isoflop.rung_step(spec, rung, reused))
             continue
         steps.append(Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
-                          flops=rung.flops, description=rung.description, code=TRAIN_CODE))
+                          flops=rung.flops, description=rung.description, code=TRAIN_CODE,
+                          warm_key=_warm_key(rung)))
     rung_deps = tuple(Dep(n, kind="data", required=False) for n in rung_names)
     hero = to_dict(spec.hero) if spec.hero is not None else None
     analysis = _inputs(ANALYSIS_PACKAGES)
@@ -228,11 +240,19 @@ def step_dirs(spec: LadderSpec) -> dict[str, str]:
 
 
 def train_step(config: dict, ctx) -> dict:
+    from ladder.train.cores import pinned
+
+    rung = rung_from_dict(config["rung"])
+    # Pinned before JAX starts in a fresh worker, so XLA sizes its thread pool to the cores held.
+    with pinned(rung.resources.cpus):
+        return _train_step(rung, config, ctx)
+
+
+def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
     from ladder.train import compile_cache, train
     from ladder.train.mirror import open_output
 
     compile_cache.enable(ctx.out_dir)
-    rung = rung_from_dict(config["rung"])
     data = data_from_dict(config["data"])
     # The trainer mirrors a remote out_dir through a local folder; callbacks that write beside it
     # (the hero's forecasts) write into that folder and are uploaded with the metrics.

@@ -3,6 +3,7 @@ eval curves, the matched-progress laws chosen by backtests (ladder.analysis.prog
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 
 from ladder import layout
 from ladder.analysis.backtests import backtest_at_ratio, curve_backtest
+from ladder.analysis.beside import beside
 from ladder.analysis.curves import fit_curve_law, schedule_factors
 from ladder.analysis.finals import (
     COMPUTE_LAWS,
@@ -76,7 +78,20 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     result = fit_final_law(points, fit)
     ratio = hero.flops / float(finals["flops"].max()) if hero else 10.0
     backtest = backtest_at_ratio(points, fit, ratio)
+    # The whole-curve law on the second core while the final law bootstraps (ladder.analysis.beside).
+    curve_fit = beside(fit_curve_law, points, dep_dirs, fit.curve_law, backtest) if fit.curve_law != "none" else None
+    with curve_fit or contextlib.nullcontext(lambda: None) as curve_law_result:
+        doc = _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ratio, exact, hero, out)
+        curve_law = curve_law_result()
+    doc = {**doc, "curve_law": curve_law, "progress": progress}
+    layout.write_json_atomic(out / layout.FIT, doc)
+    summary = doc["summary"]
+    return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
+            "backtest_ratio": backtest.get("compute_ratio")}
 
+
+def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ratio, exact, hero, out: Path) -> dict:
+    """The final-loss law's part of fit.json (its bootstrap band written to law_curve.csv)."""
     # Bootstrap over rungs for parameters and for the law's band over compute.
     flops_grid = np.geomspace(finals["flops"].min() / 2, max(finals["flops"].max(), hero.flops if hero else 0) * 2, 60)
     grid_targets = _targets_along(points, flops_grid, hero)
@@ -103,18 +118,13 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     if not factors.empty:
         layout.write_csv_atomic(out / layout.CURVES_CSV, factors)
     curve_bt = curve_backtest(points, dep_dirs, fit, backtest)
-    curve_law = fit_curve_law(points, dep_dirs, fit.curve_law, backtest) if fit.curve_law != "none" else None
 
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
                "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
                "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
                "fit_on": list(finals["name"]), "excluded": excluded, "seed_spread": seed_spread(points),
                "seed_noise": seeds, "underdetermined": exact}
-    doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
-           "bootstrap_params": samples,
-           "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
-           "curve_backtest": curve_bt,
-           "curve_law": curve_law, "progress": progress}
-    layout.write_json_atomic(out / layout.FIT, doc)
-    return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
-            "backtest_ratio": backtest.get("compute_ratio")}
+    return {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
+            "bootstrap_params": samples,
+            "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
+            "curve_backtest": curve_bt}

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .context import ERROR_FILE, execute_step
+from .context import ERROR_FILE
 from .fresh import aside_dir
 from .hashing import canonical, hashed_config
 from .lease import (
@@ -39,8 +39,8 @@ from .plan import (
     assess,
 )
 from .provenance import environment, read_index, step_json_path, write_index
-from .step import Step
 from .stop import TerminateAsInterrupt, stop_owned
+from .tasks import remote_fn, task_options, warm_ranks
 
 if TYPE_CHECKING:
     from .runner import Executor
@@ -106,35 +106,6 @@ class _Owned:
     start: float
 
 
-def _resources(step: Step) -> dict:
-    res = canonical(step.resources) if step.resources else {}
-    opts: dict[str, Any] = {
-        "num_cpus": float(res.get("cpus", 1)),
-        "num_gpus": float(res.get("gpus", 0)),
-        "max_retries": int(res.get("max_retries", 2)),
-        "retry_exceptions": False,
-    }
-    if res.get("custom"):
-        opts["resources"] = {k: float(v) for k, v in res["custom"].items()}
-    if res.get("memory"):
-        opts["memory"] = float(res["memory"])
-    if res.get("env"):  # read when the worker starts (e.g. XLA_FLAGS): Ray gives such a step its own worker
-        opts["runtime_env"] = {"env_vars": {k: str(v) for k, v in res["env"].items()}}
-    return opts
-
-
-_remote_fn = None
-
-
-def _remote():
-    global _remote_fn
-    import ray
-
-    if _remote_fn is None:
-        _remote_fn = ray.remote(execute_step)
-    return _remote_fn
-
-
 class _Run:
     """One submit: the scheduling loop."""
 
@@ -147,6 +118,7 @@ class _Run:
         self.summary = RunSummary()
         self.outcomes = self.summary.steps
         self._order = {name: i for i, name in enumerate(nodes)}
+        self._warm_rank = warm_ranks(nodes)
         self.pending: list[str] = sorted(nodes, key=self._priority)
         self.owned: dict[str, _Owned] = {}
         self.watching: dict[str, float] = {}
@@ -278,7 +250,7 @@ class _Run:
             # A forced step retrains from nothing (its directory's name, the hash, is unchanged).
             "fresh": a.reason == "forced", "aside": aside_dir(self.store, self.ex.base, node.dir, run_id),
         }
-        opts = _resources(node.step)
+        opts = task_options(node.step)
         problem = self._infeasible(opts)
         if problem:
             self.hb.remove(node.dir)
@@ -286,7 +258,7 @@ class _Run:
             self._done(node.name, FAILED, "ran", run_id=run_id, reason=a.reason, error=problem,
                        start=final.get("start"), end=final.get("end"))
             return
-        ref = _remote().options(name=f"{self.ex.ladder}/{node.name}", **opts).remote(payload)
+        ref = remote_fn().options(name=f"{self.ex.ladder}/{node.name}", **opts).remote(payload)
         self.owned[node.name] = _Owned(ref, run_id, a.reason, time.time())
 
     def _infeasible(self, opts: dict) -> str | None:
@@ -377,10 +349,11 @@ class _Run:
             self.pending.sort(key=self._priority)
         return progressed
 
-    def _priority(self, name: str) -> tuple[float, int]:
+    def _priority(self, name: str) -> tuple[int, float, int]:
         # Largest step first among those ready (longest-processing-time first): the small rungs then
-        # fill the slots the large ones leave, and the rung phase ends sooner than in spec order.
-        return (-float(self.nodes[name].step.flops or 0.0), self._order[name])
+        # fill the slots the large ones leave, and the rung phase ends sooner than in spec order. A
+        # step whose warm_key an earlier step shares waits for the first of each key (see Step).
+        return (self._warm_rank[name], -float(self.nodes[name].step.flops or 0.0), self._order[name])
 
     def _abort(self) -> None:
         """The driver is stopping (Ctrl-C, SIGTERM, an error): see :func:`stop.stop_owned`."""

@@ -38,7 +38,8 @@ class Step:
     ``fn`` is a callable or ``"module:function"``, called as ``fn(config, ctx)`` in a Ray task; it may
     return a JSON-able dict (written to result.json). ``resources``: ``{"cpus", "gpus", "custom",
     "max_retries", "env"}``, ``env`` being environment variables its worker process starts with. ``flops`` is only
-    shown in the plan; ``code``: the source paths whose changes make a finished run stale (``ladder plan``).
+    shown in the plan; ``code``: the source paths whose changes make a finished run stale (``ladder plan``);
+    ``warm_key``: see the field.
     """
 
     name: str
@@ -51,6 +52,9 @@ class Step:
     # Source paths (relative to the checkout, prefixes) whose changes leave a finished run stale; not
     # hashed (see stale.py). Empty: every file counts.
     code: tuple[str, ...] = ()
+    # Steps with the same non-empty key compile the same programs (a size's seeds): the scheduler
+    # starts one of each key before any second, so the others find the compile cache warm. Not hashed.
+    warm_key: str = ""
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name.startswith("."):
