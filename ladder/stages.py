@@ -243,7 +243,11 @@ def train_step(config: dict, ctx) -> dict:
     from ladder.train.cores import pinned
 
     rung = rung_from_dict(config["rung"])
-    # Pinned before JAX starts in a fresh worker, so XLA sizes its thread pool to the cores held.
+    import jax
+
+    # XLA's CPU client starts seeing every core of the machine, pinned or not: the cores it sees when
+    # it starts change its numbers (d24 and d48 rungs moved when pinned first), the pin afterwards does not.
+    jax.devices()
     with pinned(rung.resources.cpus):
         return _train_step(rung, config, ctx)
 

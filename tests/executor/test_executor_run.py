@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
 import time
 
+import exec_stepfns
 from exec_ladders import count_runs, ladder_steps
 
-from ladder.executor import Executor, expand_force
+from ladder.executor import Executor, Step, expand_force
 from ladder.executor.lease import beat, read_state, try_claim, write_final
 
 
@@ -111,10 +113,6 @@ def test_failure_propagates_and_dependents_never_start(ray_local, tmp_path, log)
 
 
 def test_worker_crash_is_retried_then_failed(ray_local, tmp_path, log):
-    import exec_stepfns
-
-    from ladder.executor import Step
-
     ex = ex_for(tmp_path / "runs")
     steps = [Step("boom", exec_stepfns.crash, {}, resources={"cpus": 1, "max_retries": 1}),
              Step("after", exec_stepfns.work, {}, deps=("boom",))]
@@ -237,10 +235,6 @@ def test_file_url_root_and_max_concurrent(ray_local, tmp_path, log):
 
 
 def test_infeasible_resources_fail_with_one_line_on_a_local_ray(ray_local, tmp_path, log):
-    import exec_stepfns
-
-    from ladder.executor import Step
-
     ex = ex_for(tmp_path / "runs")
     steps = [Step("big", exec_stepfns.work, {}, resources={"cpus": 1, "gpus": 64}),
              Step("small", exec_stepfns.work, {})]
@@ -273,3 +267,22 @@ def test_plan_on_an_fsspec_url(tmp_path):
     plan = {e.name: e for e in ex.plan(steps)}
     assert plan["rung_1"].action == "skip" and plan["rung_1"].path.startswith("memory://")
     assert {r["name"]: r["status"] for r in ex.status(steps)}["rung_1"] == "SUCCESS"
+
+
+def test_a_sizes_second_seed_starts_after_every_first_one(ray_local, tmp_path, log):
+    """Largest first, but a step sharing a warm_key with an earlier one waits for the first of each
+    key, so it finds the compile cache its twin filled."""
+    w = exec_stepfns.work
+    steps = [Step(f"r{d}" + ("_s1" if s else ""), w, {"x": float(d + s)}, flops=float(d), warm_key=f"d{d}")
+             for s in (0, 1) for d in (1, 2, 3)]
+    ex = Executor(str(tmp_path / "runs"), "lad", max_concurrent=1, lease_timeout=5, heartbeat=0.5)
+    s = ex.run(steps, runtime={"log": log})
+    assert s.ok, s.statuses
+    order = [n for _, n in sorted((o.start, n) for n, o in s.steps.items())]
+    assert order == ["r3", "r2", "r1", "r3_s1", "r2_s1", "r1_s1"]
+    # without keys: largest first, spec order between equals (the twins side by side)
+    plain = [dataclasses.replace(st, warm_key="", config={**st.config, "x": st.config["x"] + 10}) for st in steps]
+    s2 = Executor(str(tmp_path / "runs2"), "lad", max_concurrent=1, lease_timeout=5, heartbeat=0.5).run(
+        plain, runtime={"log": log})
+    order2 = [n for _, n in sorted((o.start, n) for n, o in s2.steps.items())]
+    assert order2 == ["r3", "r3_s1", "r2", "r2_s1", "r1", "r1_s1"]
