@@ -1,5 +1,5 @@
 """Run one function in a second Python process while this one works on: ``with beside(fn, *args)
-as result: ...; value = result()``.
+as result: ...``, then ``result()`` in the block or after it.
 
 The fit step uses it to fit the whole-curve law on the machine's second core while the final-loss
 law bootstraps on the first (37 s and 21 s of the default ladder's 59 s fit step, one after the
@@ -40,22 +40,33 @@ def beside(fn: Callable[..., Any], *args: Any) -> Iterator[Callable[[], Any]]:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         child = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _main; _main({str(job)!r}, {str(out)!r})"],
                                  env=env)
+        got: list = []
+
+        def result() -> Any:
+            if not got:
+                got.append(_collect(child, out))
+            if isinstance(got[0], ChildFailed):
+                raise got[0]
+            return got[0]
+
         try:
-            yield lambda: _collect(child, out)
-        finally:
-            if child.poll() is None:  # the block raised before collecting: do not leave it running
+            yield result
+        except BaseException:
+            if child.poll() is None:  # the block failed: do not leave the child running
                 child.kill()
                 child.wait()
+            raise
+        if not got:  # not asked for inside the block: finish now, before its folder goes
+            got.append(_collect(child, out))
 
 
 def _collect(child: subprocess.Popen, out: Path) -> Any:
+    """The child's value, or the ChildFailed that result() raises."""
     code = child.wait()
     if not out.exists():
-        raise ChildFailed(f"{__name__}: the child process exited with code {code} before writing a result")
+        return ChildFailed(f"{__name__}: the child process exited with code {code} before writing a result")
     ok, value = pickle.loads(out.read_bytes())
-    if not ok:
-        raise ChildFailed(value)
-    return value
+    return value if ok else ChildFailed(value)
 
 
 def _main(job: str, out: str) -> None:
