@@ -30,6 +30,7 @@ from ladder.executor.lease import (
     status_path,
     try_claim,
 )
+from ladder.executor.provenance import step_json_path
 from ladder.executor.store import Store
 
 
@@ -125,12 +126,21 @@ def test_a_step_stays_live_while_its_driver_cannot_heartbeat(tmp_path, ray_local
     stale: list[float] = []
     done = threading.Event()
 
+    def task_running() -> bool:
+        # The task writes its pid into step.json as it starts, then beats; until then a Ray worker is
+        # still starting (over 3 s measured under the other xdist worker's load), which the driver's
+        # heartbeat, not the task's, covers: not what this test starves.
+        prov = store.read_json(step_json_path(store, d))
+        return isinstance(prov, dict) and prov.get("status") == "RUNNING" and bool(prov.get("pid"))
+
     def watch():
         started = False
         while not done.is_set():
             st = read_state(store, d)
-            if st.state == RUNNING:
+            if st.state == RUNNING and not started and task_running():
                 started = True
+                time.sleep(0.3)  # the task's first beat follows its step.json
+            elif st.state == RUNNING and started:
                 if not st.live(3.0):
                     stale.append(time.time() - float(st.status.get("heartbeat") or 0))
             elif started:
