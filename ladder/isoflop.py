@@ -31,17 +31,16 @@ PENDING_NOTE = "size from isoflop"
 def sweep_steps(spec: LadderSpec) -> list:
     """The sweep's training steps and the isoflop fit step (empty without an isoflop stage)."""
     from ladder.executor import Dep, Step
-    from ladder.stages import ANALYSIS_CODE, ANALYSIS_PACKAGES, TRAIN_CODE, _inputs, _resources, _train_config
+    from ladder.stages import ANALYSIS_CODE, ANALYSIS_PACKAGES
+    from ladder.train_steps import step_inputs, training_step
 
     runs = sweep_runs(spec)
     if not runs:
         return []
-    steps = [Step(name=run.name, fn="ladder.stages:train_step", config=_train_config(spec, run, "isoflop"),
-                  resources=_resources(run), flops=run.flops, description=run.description, code=TRAIN_CODE)
-             for run, _ in runs]
+    steps = [training_step(spec, run, "isoflop") for run, _ in runs]
     iso = spec.isoflop
     config = {"runs": {run.name: meta for run, meta in runs}, "bootstrap": iso.bootstrap, "min_runs": iso.min_runs,
-              "level": spec.fit.level, "seed": spec.seed, "inputs": _inputs(ANALYSIS_PACKAGES)}
+              "level": spec.fit.level, "seed": spec.seed, "inputs": step_inputs(ANALYSIS_PACKAGES)}
     steps.append(Step(name=STEP, fn=ISOFLOP_FN, deps=tuple(Dep(r.name, kind="data", required=False) for r, _ in runs),
                       config=config, code=ANALYSIS_CODE + ("ladder/isoflop",),
                       description=f"isoflop fit of {len(runs)} runs at {len(iso.budgets)} budgets"))
@@ -74,14 +73,13 @@ def placed(spec: LadderSpec) -> tuple[LadderSpec, dict[str, str]]:
 def rung_step(spec: LadderSpec, rung, reused: dict[str, str]):
     """A placed rung's step: a copy of the sweep run it reuses, or a training step waiting on the sweep."""
     from ladder.executor import Dep, Step
-    from ladder.stages import TRAIN_CODE, TRAIN_FN, _resources, _train_config
+    from ladder.train_steps import training_step
 
     if rung.name in reused:
         of = reused[rung.name]
         return Step(name=rung.name, fn=REUSE_FN, deps=(Dep(of, kind="data"),), config={"of": of, "rung": to_dict(rung)},
                     description=rung.placement, code=("ladder/isoflop.py", "ladder/step_io.py"))
-    return Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
-                deps=(Dep(STEP, kind="order"),), flops=rung.flops, description=describe(rung), code=TRAIN_CODE)
+    return training_step(spec, rung, "rung", deps=(Dep(STEP, kind="order"),), description=describe(rung))
 
 
 def describe(run) -> str:

@@ -17,13 +17,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ladder import layout
 from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
 from ladder.step_io import local_dirs
+from ladder.train_steps import step_inputs, train_config, training_step
 
-TRAIN_FN = "ladder.stages:train_step"
 FIT_FN = "ladder.stages:fit_step"
 PREDICT_FN = "ladder.stages:predict_step"
 GATE_FN = "ladder.stages:gate_step"
@@ -31,55 +30,10 @@ REPORT_FN = "ladder.stages:report_step"
 IMPORT_FN = "ladder.stages:import_step"
 
 
-def _resources(run: RungSpec) -> dict[str, Any]:
-    from ladder.train.hostdevices import worker_env
-
-    r = run.resources
-    out = {"cpus": r.cpus, "gpus": r.gpus, "custom": dict(r.custom), "max_retries": r.max_retries}
-    env = worker_env(r)
-    return {**out, "env": env} if env else out
-
-
-# The packages whose versions a step's numbers depend on: part of its hash (config["inputs"]).
-TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
+# The packages and source of the analysis steps (see ladder.train_steps for the training ones).
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
-# The source each kind of step runs (prefixes in the checkout): a change there leaves its runs stale.
-TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/recipe.py", "ladder/stages.py", "ladder/forecast.py")
 ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/stages.py")
 REPORT_CODE = ("ladder/report", "ladder/publish/", "ladder/analysis", "fits/", "ladder/stages.py")
-
-
-def _inputs(packages: tuple[str, ...], data=None) -> dict[str, Any]:
-    from ladder.executor.provenance import versions
-
-    out: dict[str, Any] = {"packages": versions(packages)}
-    if data is not None:
-        from ladder.train.digest import source_digest
-
-        out["data"] = {d.name: source_digest(d.source) for d in data.domains}
-    return out
-
-
-def _train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
-    return {
-        "role": role,
-        "ladder": spec.name,
-        "rung": to_dict(run),
-        "data": to_dict(spec.data),
-        "wandb": to_dict(spec.wandb),
-        "inputs": _inputs(TRAIN_PACKAGES, spec.data),
-    }
-
-
-def _warm_key(run: RungSpec) -> str:
-    """What a run's compiled programs depend on: its config without the fields a seed's replica
-    changes (an over-specific key only misses the cache, it never shares a wrong program)."""
-    import hashlib
-
-    from ladder.executor.hashing import canonical_json
-
-    config = {k: v for k, v in to_dict(run).items() if k not in ("name", "seed", "replica", "description", "placement")}
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:12]
 
 
 def build_steps(spec: LadderSpec) -> list:
@@ -98,12 +52,10 @@ def build_steps(spec: LadderSpec) -> list:
         if rung.budget > 0:
             steps.append(isoflop.rung_step(spec, rung, reused))
             continue
-        steps.append(Step(name=rung.name, fn=TRAIN_FN, config=_train_config(spec, rung, "rung"), resources=_resources(rung),
-                          flops=rung.flops, description=rung.description, code=TRAIN_CODE,
-                          warm_key=_warm_key(rung)))
+        steps.append(training_step(spec, rung, "rung"))
     rung_deps = tuple(Dep(n, kind="data", required=False) for n in rung_names)
     hero = to_dict(spec.hero) if spec.hero is not None else None
-    analysis = _inputs(ANALYSIS_PACKAGES)
+    analysis = step_inputs(ANALYSIS_PACKAGES)
     steps.append(Step(name="fit", fn=FIT_FN, deps=rung_deps, code=ANALYSIS_CODE,
                       config={"fit": to_dict(spec.fit), "rungs": rung_names, "hero": hero, "inputs": analysis}))
     steps.append(Step(name="predict", fn=PREDICT_FN, deps=(Dep("fit"),), code=ANALYSIS_CODE,
@@ -116,12 +68,9 @@ def build_steps(spec: LadderSpec) -> list:
     if spec.hero is not None and spec.hero.name in imported:
         steps.append(_import_step(spec, spec.hero, imported[spec.hero.name], deps=(Dep("gate", kind="order"),)))
     elif hero_step:
-        hero_cfg = _train_config(spec, spec.hero, "hero")
-        hero_cfg["forecast_every"] = spec.hero_forecast_every
-        steps.append(Step(name=spec.hero.name, fn=TRAIN_FN, config=hero_cfg,
-                          deps=(Dep("gate", kind="order"), Dep("predict", kind="hash"), Dep("fit", kind="order")),
-                          resources=_resources(spec.hero), flops=spec.hero.flops,
-                          description=isoflop.describe(spec.hero), code=TRAIN_CODE))
+        hero_cfg = {**train_config(spec, spec.hero, "hero"), "forecast_every": spec.hero_forecast_every}
+        steps.append(training_step(spec, spec.hero, "hero", config=hero_cfg, description=isoflop.describe(spec.hero),
+                                   deps=(Dep("gate", kind="order"), Dep("predict", kind="hash"), Dep("fit", kind="order"))))
     report_deps = (Dep("fit", required=False), Dep("predict", required=False), Dep("gate", required=False)) + rung_deps
     if hero_step:
         report_deps += (Dep(spec.hero.name, kind="data", required=False),)
@@ -240,11 +189,11 @@ def step_dirs(spec: LadderSpec) -> dict[str, str]:
 
 
 def train_step(config: dict, ctx) -> dict:
+    import jax
+
     from ladder.train.cores import pinned
 
     rung = rung_from_dict(config["rung"])
-    import jax
-
     # XLA's CPU client starts seeing every core of the machine, pinned or not: the cores it sees when
     # it starts change its numbers (d24 and d48 rungs moved when pinned first), the pin afterwards does not.
     jax.devices()
