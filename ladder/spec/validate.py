@@ -233,7 +233,13 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         if missing:
             problems.append(f"fit.baseline_flops_per_step: no compute per step for {', '.join(missing)}; "
                             "Marin's baseline needs its figure for every rung and the hero")
-    _choice(problems, "fit.loss_metric", spec.fit.loss_metric, ("eval_loss", "train_loss"))
+    if spec.fit.loss_metric == "train_loss":
+        # Refused rather than ignored: every law, backtest and hero comparison reads final eval losses,
+        # and a run's final train loss is one batch's, too noisy to fit.
+        problems.append("fit.loss_metric: 'train_loss' is not supported (the laws fit each run's final eval "
+                        "loss on the held-out split); remove the field or set it to 'eval_loss'")
+    else:
+        _choice(problems, "fit.loss_metric", spec.fit.loss_metric, ("eval_loss",))
     if _check_type(problems, "fit.bootstrap", spec.fit.bootstrap, (int,), "a non-negative integer"):
         if spec.fit.bootstrap < 0:
             problems.append(f"fit.bootstrap: must be >= 0, got {spec.fit.bootstrap}")
