@@ -129,7 +129,7 @@ class _JaxStep:
 
         from ladder.spec import Resources, RungSpec
         from ladder.train import optim as optim_lib
-        from ladder.train.loop import make_train_chunk
+        from ladder.train.jitted import make_train_chunk
         from ladder.train.model import build
         from ladder.train.parallel import plan
 

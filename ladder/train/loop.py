@@ -25,8 +25,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -34,19 +32,19 @@ from typing import Any, Protocol
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from ladder.layout import write_json_atomic
 from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_from_dict, to_dict
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
 from ladder.train.data import Mixture
+from ladder.train.jitted import make_eval, make_train_chunk
 from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
 from ladder.train.mirror import OutputDir, open_output
-from ladder.train.model import Functional, build, cross_entropy, loss_fn
-from ladder.train.moe import update_bias
+from ladder.train.model import build
 from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
-from ladder.train.parallel import Layout, plan
+from ladder.train.parallel import plan
+from ladder.train.sigterm import Sigterm
 
 DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
 # Eval windows go through the model in calls of at least this many tokens (a whole number of training
@@ -83,62 +81,6 @@ def _call(callbacks, name: str, *args) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Jitted functions.
-
-
-def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: Mapping[str, float],
-                     layout: Layout | None = None):
-    spec = fm.spec
-    bias_layers = [(name, int(name.split(".")[1])) for name in fm.bias_names]
-    moe_layers = sorted({i for _, i in bias_layers})
-
-    def one_step(carry, xs):
-        params, bias, opt_state = carry
-        batch, lr = xs
-        (total, (ce, stats)), grads = jax.value_and_grad(
-            lambda p: loss_fn(fm, p, bias, batch), has_aux=True
-        )(params)
-        updates, opt_state = opt.update(grads, opt_state, params)
-        updates = {n: (-lr * mults[n]) * u for n, u in updates.items()}
-        params = {n: params[n] + updates[n] for n in params}
-        new_bias = dict(bias)
-        for name, layer in bias_layers:
-            s = jax.tree.map(jax.lax.stop_gradient, stats[moe_layers.index(layer)])
-            new_bias[name] = update_bias(bias[name], s, spec.balancing, spec.bias_update_rate)
-        m = {
-            "loss": ce,
-            "objective": total,
-            "lr": lr,
-            "grad_norm": optax.tree.norm(grads),
-            "param_norm": optax.tree.norm(params),
-            "update_norm": optax.tree.norm(updates),
-        }
-        if bias_layers:
-            m["router_bias_norm"] = jnp.stack([jnp.linalg.norm(new_bias[n]) for n, _ in bias_layers])
-            m["expert_load_max_over_mean"] = jnp.mean(jnp.stack([s["load_max_over_mean"] for s in stats]))
-            m["drop_rate"] = jnp.mean(jnp.stack([s["drop_rate"] for s in stats]))
-            m["routing_entropy"] = jnp.mean(jnp.stack([s["entropy"] for s in stats]))
-            m["aux_loss"] = jnp.mean(jnp.stack([s["aux_loss"] for s in stats]))
-        return (params, new_bias, opt_state), m
-
-    def chunk(params, bias, opt_state, batches, lrs):
-        (params, bias, opt_state), metrics = jax.lax.scan(one_step, (params, bias, opt_state), (batches, lrs))
-        return params, bias, opt_state, metrics
-
-    return layout.jit_chunk(chunk) if layout is not None else jax.jit(chunk)
-
-
-def make_eval(fm: Functional, layout: Layout | None = None):
-    def eval_batch(params, bias, windows, weights):
-        logits, _ = fm.apply(params, bias, windows[:, :-1])
-        w = jnp.broadcast_to(weights[:, None], windows[:, 1:].shape)
-        mean, _ = cross_entropy(logits, windows[:, 1:], w)
-        return mean * jnp.sum(w), jnp.sum(w)
-
-    return layout.jit_eval(eval_batch) if layout is not None else jax.jit(eval_batch)
-
-
-# ------------------------------------------------------------------------------------------------
 
 
 def _segments(start: int, end: int, k: int) -> list[tuple[int, int]]:
@@ -149,35 +91,6 @@ def _segments(start: int, end: int, k: int) -> list[tuple[int, int]]:
         out.append((s, n))
         s += n
     return out
-
-
-class _Sigterm:
-    def __init__(self):
-        self.flag = False
-        self.prev = None
-        self.installed = False
-
-    def install(self):
-        if threading.current_thread() is threading.main_thread():
-            try:
-                self.prev = signal.signal(signal.SIGTERM, self._handle)
-                self.installed = True
-            except ValueError:
-                pass
-
-    def _handle(self, signum, frame):
-        self.flag = True
-
-    def restore_and_reraise(self):
-        if self.installed:
-            signal.signal(signal.SIGTERM, self.prev if self.prev is not None else signal.SIG_DFL)
-            self.installed = False
-        signal.raise_signal(signal.SIGTERM)
-
-    def uninstall(self):
-        if self.installed:
-            signal.signal(signal.SIGTERM, self.prev if self.prev is not None else signal.SIG_DFL)
-            self.installed = False
 
 
 def train(
@@ -298,7 +211,7 @@ def train(
         boundaries |= {b["start"] for b in branches if b["start"] < stop}
         boundaries = sorted(b for b in boundaries if b > start)
 
-        sigterm = _Sigterm()
+        sigterm = Sigterm()
         sigterm.install()
 
         def stopping() -> bool:

@@ -34,7 +34,7 @@ CHILD = textwrap.dedent("""
     from ladder.spec import DataSpec, DomainSpec, Resources, ScheduleSpec, SpecError
     from ladder.train import optim, train
     from ladder.train.data import Mixture
-    from ladder.train.loop import make_train_chunk
+    from ladder.train.jitted import make_train_chunk
     from ladder.train.model import build
     from ladder.train.parallel import plan
 
