@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from ladder import layout
+from ladder.isoflop_place import PENDING
 from ladder.spec import LadderSpec, RungSpec, SpecError
 
 COLLECT_FN = "ladder.sweep:collect_step"
@@ -31,6 +32,9 @@ def sweep_runs(spec: LadderSpec, rung_names: Sequence[str], lr_mults: Sequence[f
     problems = [f"--rungs: no rung named {n!r} (rungs: {', '.join(known)})" for n in rung_names if n not in known]
     problems += [f"--lr: multiple {m:g} must be positive" for m in lr_mults if m <= 0]
     problems += [f"--batch: {b} must be a positive number of sequences" for b in batches if b <= 0]
+    problems += [f"--rungs: {n} is declared by budget and the IsoFLOP stage has not placed it yet; run "
+                 "`ladder submit` first (its IsoFLOP sweep places it) or sweep a rung of fixed size"
+                 for n in rung_names if n in known and spec.rung(n).placement == PENDING]
     if problems:
         raise SpecError(problems)
     out = []

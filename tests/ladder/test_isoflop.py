@@ -145,3 +145,31 @@ def test_bad_isoflop_input_is_one_line_and_exit_2(tmp_path, overrides, expected)
     assert len(lines) == 1 and lines[0].startswith(f"error: {expected}"), result.output
     assert "Traceback" not in result.output
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_an_lr_sweep_of_an_unplaced_budget_rung_is_one_line_and_exit_2(tmp_path):
+    """Before the IsoFLOP sweep has run, a budget rung has no size, so no LR to multiply."""
+    result = CliRunner().invoke(main, ["sweep", SPEC, "--rungs", "rung_1", "--dry-run", "--root", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "rung_1 is declared by budget" in lines[0], result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_an_lr_sweep_of_a_placed_budget_rung_multiplies_its_placed_lr(isoflop_run):
+    from ladder import isoflop
+    from ladder import sweep as sweep_lib
+
+    spec = isoflop_run["spec"]
+    placed, _ = isoflop.placed(spec)
+    lr = placed.rung("rung_1").optim.lr
+    assert isinstance(lr, float)
+    result = CliRunner().invoke(main, ["sweep", SPEC, "--rungs", "rung_1", "--lr", "0.5,2", "--dry-run", "--json",
+                                       "--root", isoflop_run["root"]])
+    assert result.exit_code == 0, result.output
+    names = [s["step"] for s in json.loads(result.output)["steps"]]
+    assert names == ["rung_1-lr0.5", "rung_1-lr2", "sweep"], names
+    runs = sweep_lib.sweep_runs(placed, ["rung_1"], [0.5, 2.0])
+    assert [run.optim.lr for run, _ in runs] == [lr * 0.5, lr * 2.0]
+    assert {run.model.d_model for run, _ in runs} == {placed.rung("rung_1").model.d_model}
