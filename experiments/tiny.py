@@ -72,7 +72,8 @@ draw, and the seed-to-seed spread quoted is the yardstick):
 - Issue 18's causes, measured on rungs only (none adopted):
   1. the frontier: experiments/tiny_isoflop.py swept the three smallest rung budgets; 98-118 trained
      tokens per parameter at the optimum, a = 0.545 [0.379, 0.724], and these rungs at 50 sit within
-     0.5% of each budget's optimum, the same at every budget: it cannot bend the law by 3%;
+     0.5% of each budget's optimum, the same at every budget: it cannot bend the law by 3% (a second
+     seed of the sweep: a = 0.629, 76-138 tokens per parameter; pooled 0.577 [0.307, 0.744]);
   2. b2 0.983 / 0.99 (the second moment's half-life fixed in tokens) at d16 and d48, two seeds each
      (tiny_sweeps.csv, sweep=b2): both sizes 0.4-0.6% worse than 0.95, the smallest no more than the
      largest, so it would not flatten the slope;
