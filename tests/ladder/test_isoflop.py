@@ -154,6 +154,7 @@ def test_an_lr_sweep_of_an_unplaced_budget_rung_is_one_line_and_exit_2(tmp_path)
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "rung_1 is declared by budget" in lines[0], result.output
     assert "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []  # nothing written
 
 
 @pytest.mark.slow
