@@ -275,9 +275,9 @@ def _numbers(kind):
 @set_option
 def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_concurrent, as_json, overrides):
     """Train rungs at several learning rates and fit lr_opt = coef * C^exponent (resumable)."""
-    from ladder import isoflop
+    from ladder import stages
     from ladder import sweep as sweep_lib
-    spec, _ = isoflop.placed(_spec(spec_path, overrides, root))
+    spec = stages.placed(_spec(spec_path, overrides, root))  # budget rungs sized by the IsoFLOP fit
     runs = sweep_lib.sweep_runs(spec, [n.strip() for n in rung_names.split(",") if n.strip()], lr_mults, batches)
     if dry_run:
         entries = sweep_lib.plan_sweep(spec, runs)

@@ -1,4 +1,5 @@
-"""The jitted functions the training loop calls: ``k`` optimizer steps in one ``lax.scan``, and one eval batch.
+"""The jitted functions the training loop calls: ``k`` optimizer steps in one ``lax.scan``, and one eval batch;
+and how a span of steps is cut into such chunks.
 
 Both take the model split into (graphdef, params, router bias) (:class:`ladder.train.model.Functional`);
 with a :class:`ladder.train.parallel.Layout` they are jitted onto its data-parallel mesh, else with
@@ -68,3 +69,13 @@ def make_eval(fm: Functional, layout: Layout | None = None):
         return mean * jnp.sum(w), jnp.sum(w)
 
     return layout.jit_eval(eval_batch) if layout is not None else jax.jit(eval_batch)
+
+
+def segments(start: int, end: int, k: int) -> list[tuple[int, int]]:
+    """Pieces of [start, end): k-step chunks aligned to multiples of k, single steps elsewhere."""
+    out, s = [], start
+    while s < end:
+        n = k if (k > 1 and s % k == 0 and s + k <= end) else 1
+        out.append((s, n))
+        s += n
+    return out

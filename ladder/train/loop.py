@@ -27,7 +27,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,8 @@ from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_f
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
 from ladder.train.data import Mixture
-from ladder.train.jitted import make_eval, make_train_chunk
+from ladder.train.hooks import Callback, call_hooks
+from ladder.train.jitted import make_eval, make_train_chunk, segments
 from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import build
@@ -59,38 +60,6 @@ class Diverged(RuntimeError):
     def __init__(self, result: dict):
         super().__init__(result.get("message", "training diverged"))
         self.result = result
-
-
-class Callback(Protocol):
-    """Levanter-style hooks; every method is optional."""
-
-    def on_step(self, step: int, row: dict) -> None: ...
-
-    def on_eval(self, step: int, row: dict) -> None: ...
-
-    def on_checkpoint(self, step: int) -> None: ...
-
-    def on_end(self, result: dict) -> None: ...
-
-
-def _call(callbacks, name: str, *args) -> None:
-    for cb in callbacks:
-        fn = getattr(cb, name, None)
-        if fn is not None:
-            fn(*args)
-
-
-# ------------------------------------------------------------------------------------------------
-
-
-def _segments(start: int, end: int, k: int) -> list[tuple[int, int]]:
-    """Pieces of [start, end): k-step chunks aligned to multiples of k, single steps elsewhere."""
-    out, s = [], start
-    while s < end:
-        n = k if (k > 1 and s % k == 0 and s + k <= end) else 1
-        out.append((s, n))
-        s += n
-    return out
 
 
 def train(
@@ -137,7 +106,7 @@ def train(
 
                 old = json.loads(prev.read_text())
                 if old.get("status") == "SUCCESS" and old.get("complete") and old.get("total_steps") == total_steps:
-                    _call(callbacks, "on_end", old)
+                    call_hooks(callbacks, "on_end", old)
                     return old
             except (ValueError, OSError):
                 pass
@@ -265,7 +234,7 @@ def train(
             """Run steps first..end-1; on_rows(list of per-step metric dicts) after each chunk.
 
             Returns (p, b, o, failed_step or None, step reached)."""
-            segs = _segments(first, end, k)
+            segs = segments(first, end, k)
             nxt = mixture.batches(segs[0][0], segs[0][1], batch) if segs else None
             for idx, (s0, n) in enumerate(segs):
                 t0 = time.perf_counter()
@@ -326,7 +295,7 @@ def train(
                     full["wall_s"] = wall()
                     metrics_w.write(full)
                     output.sync()
-                    _call(callbacks, "on_step", step, full)
+                    call_hooks(callbacks, "on_step", step, full)
                     if progress is not None:
                         left = (stop - step) * tokens_per_step / tps if tps > 0 else None
                         progress({"step": step, "total_steps": stop, "tokens": full["tokens"], "loss": full["loss"],
@@ -378,7 +347,7 @@ def train(
         def save(step: int) -> None:
             ckpt.save(step, params, bias, opt_state, {"step": step, "seed": seed, "wall_s": wall()})
             output.checkpoint(ckpt.max_to_keep)
-            _call(callbacks, "on_checkpoint", step)
+            call_hooks(callbacks, "on_checkpoint", step)
 
         failed_step = None
         s = start
@@ -403,7 +372,7 @@ def train(
                     row = run_eval(params, bias, s)
                     eval_w.write(row)
                     state["eval"] = row
-                    _call(callbacks, "on_eval", s, row)
+                    call_hooks(callbacks, "on_eval", s, row)
                 for br in branches:
                     if br["start"] == s:
                         run_branch(params, bias, opt_state, br)
@@ -421,7 +390,7 @@ def train(
             w.close()
         ckpt.close()
         write_json_atomic(out / "result.json", result)
-        _call(callbacks, "on_end", result)
+        call_hooks(callbacks, "on_end", result)
         output.checkpoint(ckpt.max_to_keep)
         if failed_step is not None and raise_on_divergence:
             raise Diverged(result)

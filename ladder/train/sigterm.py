@@ -19,16 +19,14 @@ class Sigterm:
             try:
                 self.prev = signal.signal(signal.SIGTERM, self._handle)
                 self.installed = True
-            except ValueError:
+            except ValueError:  # the main thread of a sub-interpreter: no handler, the run just ends on SIGTERM
                 pass
 
     def _handle(self, signum, frame):
         self.flag = True
 
     def restore_and_reraise(self):
-        if self.installed:
-            signal.signal(signal.SIGTERM, self.prev if self.prev is not None else signal.SIG_DFL)
-            self.installed = False
+        self.uninstall()
         signal.raise_signal(signal.SIGTERM)
 
     def uninstall(self):
