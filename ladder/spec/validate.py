@@ -240,6 +240,11 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
                         "loss on the held-out split); remove the field or set it to 'eval_loss'")
     else:
         _choice(problems, "fit.loss_metric", spec.fit.loss_metric, ("eval_loss",))
+    if spec.fit.backtest_holdout != 1:
+        # Refused rather than ignored: the backtest is set by the hero's extrapolation ratio, not a count.
+        problems.append(f"fit.backtest_holdout: {spec.fit.backtest_holdout!r} is not supported (the backtest always "
+                        "predicts the largest rung size from the sizes at least the hero's extrapolation ratio "
+                        "below it); remove the field or set it to 1")
     if _check_type(problems, "fit.bootstrap", spec.fit.bootstrap, (int,), "a non-negative integer"):
         if spec.fit.bootstrap < 0:
             problems.append(f"fit.bootstrap: must be >= 0, got {spec.fit.bootstrap}")
