@@ -150,6 +150,7 @@ class DataSpec:
     tokenizer: str = "bytes"
     heldout_frac: float = 0.05
     eval_tokens: int = 32_768  # per domain
+    eval_sample: str = "spread"  # eval windows: spread (evenly over each held-out stream) | head (its start)
 
 
 # Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).

@@ -60,4 +60,6 @@ def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
         tokenizer=d.get("tokenizer", "bytes"),
         heldout_frac=d.get("heldout_frac", 0.05),
         eval_tokens=d.get("eval_tokens", 32_768),
+        # A config written before the field existed was evaluated on the head of each held-out stream.
+        eval_sample=d.get("eval_sample", "head"),
     )

@@ -194,6 +194,7 @@ def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path |
     _choice(problems, f"{path}.tokenizer", d.tokenizer, ("bytes",))
     _number_in(problems, f"{path}.heldout_frac", d.heldout_frac, 0, 0.5, lo_open=True)
     _positive_int(problems, f"{path}.eval_tokens", d.eval_tokens)
+    _choice(problems, f"{path}.eval_sample", d.eval_sample, ("spread", "head"))
 
 
 def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
