@@ -91,6 +91,25 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   size's second seed started after every first one, so it finds the compile cache warm (16-33 s of
   compile each); the fit step 53 -> 34 s, the whole-curve law fitted in a second process beside the
   bootstrap (ladder.analysis.beside); the hero 372 -> 375 s.
+- The eval sample. Every figure above was measured on the first 32,768 tokens of each held-out
+  stream: 8 of the 71 held-out code files (cmd.py, ctypes tests, wintypes.py) and 8-9 of about 60
+  chapters of each Bible. Draws 0-2's final checkpoints re-evaluated (nothing retrained) on 256
+  windows spread evenly over each whole stream, the same cost: 4.1x backtests -1.30, +2.65, -1.30%;
+  heroes -0.74, -0.88, +0.28% (on 1,536 windows -1.31, -1.11, +0.54%). On that sample the flattening
+  shows inside the rungs in two draws (d40 -> d48: -0.083, -0.108, -0.081 against about -0.105 below)
+  and the hero continues it (-0.084, -0.082, -0.090): the bend "just past the largest rung" was
+  mostly the head sample's. Shipped:
+  data.eval_sample = "spread" (training unchanged: rung_1's train loss equal to the last digit).
+- Pre-registered draws on the spread sample, ladder seeds 3, 4, 5 (fixed before any ran): 4.1x
+  backtests -2.65% (gate BLOCKED; forced, the hero +1.52%), -0.96% and +0.44%; heroes at 4.3x +0.18%
+  and +0.57%; all three inside their 90% intervals. The sign no longer repeats: six draws' heroes
+  from -0.88% to +1.52%, mean +0.15%. The whole-curve law on this sample: hero eval loss -5.0,
+  -1.8, -3.6% (its train loss -2.2, +0.0, -1.0%). `make demo` wall (AVX-512 Xeon, idle): 761 s and
+  808 s for the passing draws, 467 s to the block.
+- Tested before that, each pre-registered, none adopted: Chinchilla's L(N, D) fitted on the 26
+  IsoFLOP runs and the rungs (backtests -9.5, -8.6, -7.9%: E pinned near 1.3); the compute law in
+  6 N D instead of total FLOPs (heroes -2.66, -2.05, -0.98%: the bend is in 6ND too); no gradient
+  clipping at d16, d32, d48 (size means -0.35, -0.37, +0.33%, inside the seed noise).
 """
 
 from ladder.recipe import Recipe
