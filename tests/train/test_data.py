@@ -1,9 +1,10 @@
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from ladder.spec import DataSpec, DomainSpec
+from ladder.spec import DataSpec, DomainSpec, data_from_dict, to_dict
 from ladder.train.data import DataError, Mixture, documents, is_heldout, load_domain
 
 
@@ -38,6 +39,27 @@ def test_heldout_never_in_training(data_spec):
     assert 0.02 < len(held) / len(names) < 0.09
     # the split is a property of the document, not of the seed or of other settings
     assert held == [n for n in names if is_heldout(n, 0.05)]
+
+
+def test_eval_windows_spread_over_the_whole_heldout_stream(data_spec):
+    spread = Mixture(data_spec, 64, seed=0)
+    head = Mixture(dataclasses.replace(data_spec, eval_sample="head"), 64, seed=0)
+    for i, dom in enumerate(spread.domains):
+        s, h = spread.eval_windows(i, 2048), head.eval_windows(i, 2048)
+        available = (dom.heldout.size - 1) // 64
+        assert s.shape == h.shape == (32, 65) and available > 4 * 32
+        starts, prev = [], -1
+        for w in s:  # where each window sits (the first match after the previous one: text can repeat)
+            prev = next(k for k in range(prev + 1, available) if np.array_equal(w, dom.heldout[k * 64:k * 64 + 65]))
+            starts.append(prev)
+        # the first and the last whole window of the stream, evenly spaced between, none twice
+        assert starts[0] == 0 and starts[-1] == available - 1
+        gaps = np.diff(starts)
+        assert gaps.min() >= 1 and gaps.max() - gaps.min() <= 1
+        np.testing.assert_array_equal(h, dom.heldout[np.arange(32)[:, None] * 64 + np.arange(65)[None, :]])
+    # a config written before the field existed reads back as the sample it was evaluated on
+    old = {k: v for k, v in to_dict(data_spec).items() if k != "eval_sample"}
+    assert data_from_dict(old).eval_sample == "head" and data_from_dict(to_dict(data_spec)).eval_sample == "spread"
 
 
 @pytest.mark.parametrize("source", ["builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "builtin:web_bible"])
