@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ladder import layout
-from ladder.analysis.curves import _hero_curve, _hero_curve_law
+from ladder.analysis.curves import _hero_curve, _hero_curve_law, ratio_at
 from ladder.analysis.finals import law_predict, predict_samples
 from ladder.analysis.fit import _fit_spec
 from ladder.analysis.intervals import prediction_interval
@@ -82,7 +82,12 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
         if second is not None and np.all(np.isfinite(second["loss"])):
             layout.write_csv_atomic(out / "hero_curve_law.csv", second)
             prediction["hero"]["curve_law_final_train_loss"] = float(second["loss"].iloc[-1])
-            prediction["hero"]["curve_law_final_eval_loss"] = float(second["loss"].iloc[-1]) * doc["curve_law"]["eval_over_train"]
+            curve_doc = doc["curve_law"]
+            # A fit written before the trend existed carries only the rungs' mean ratio.
+            ratio = (ratio_at(curve_doc["eval_over_train_trend"], hero.flops) if curve_doc.get("eval_over_train_trend")
+                     else curve_doc["eval_over_train"])
+            prediction["hero"]["curve_law_eval_over_train"] = ratio
+            prediction["hero"]["curve_law_final_eval_loss"] = float(second["loss"].iloc[-1]) * ratio
     return rows
 
 
