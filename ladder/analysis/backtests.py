@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ladder.analysis.curves import law_curve, schedule_factors
-from ladder.analysis.finals import fit_final_law, law_predict, min_rungs
+from ladder.analysis.finals import exactly_determined, fit_final_law, law_predict, min_rungs
 from ladder.analysis.runs import rung_curve, smooth
 from ladder.spec import FitSpec
 
@@ -42,7 +42,10 @@ def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[
             "actual_runs": [float(x) for x in finals[finals["size"] == target.name]["loss"]],
             "relative_error": predicted / float(target["loss"]) - 1.0,
             "compute_ratio": achieved, "required_ratio": ratio, "decades": math.log10(achieved),
-            "law": fit.law, "params": res.params}
+            "law": fit.law, "params": res.params,
+            # As many budgets as free parameters: the law interpolates them, so its miss is their seed
+            # noise carried out by the curvature (the tool refuses that for the hero's own law).
+            "underdetermined": exactly_determined(train, fit)}
 
 
 def curve_backtest(points: pd.DataFrame, dep_dirs: dict[str, str], fit: FitSpec, backtest: dict) -> dict[str, Any]:

@@ -132,3 +132,19 @@ def _targets_along(points: pd.DataFrame, flops_grid: np.ndarray, hero: RungSpec 
         n = math.sqrt(c / (fpt_per_n * tpp))
         out.append((n, n * tpp, float(c)))
     return out
+
+
+def exactly_determined(points: pd.DataFrame, fit: FitSpec) -> str | None:
+    """What the data cannot pin when the final-loss law has as many free parameters as distinct points, else None."""
+    finals = points[points["kind"] == "final"]
+    if fit.law in COMPUTE_LAWS:
+        free = ["A", "alpha"] + ([] if fit.pin_E is not None and fit.law == "compute" else ["E"])
+        units, what = int(finals["flops"].nunique()), "compute budgets"
+    else:
+        free = ["A", "B", "E", "alpha"] + ([] if fit.law == "chinchilla_tied" else ["beta"])
+        units, what = int(points[["params", "tokens"]].drop_duplicates().shape[0]), "(N, D) points"
+    if units > len(free):
+        return None
+    return (f"{units} {what} for {len(free)} free parameters ({', '.join(sorted(free))}): the law passes through "
+            "every point, so no residual is left to say how uncertain its parameters are (a bootstrap would give "
+            "[x, x]); add a rung" + (" or pin E" if "E" in free else ""))

@@ -14,9 +14,9 @@ from ladder.analysis.backtests import backtest_at_ratio, curve_backtest
 from ladder.analysis.beside import beside
 from ladder.analysis.curves import fit_curve_law, schedule_factors
 from ladder.analysis.finals import (
-    COMPUTE_LAWS,
     _targets_along,
     bootstrap_fits,
+    exactly_determined,
     fit_final_law,
     law_predict,
     min_rungs,
@@ -32,22 +32,6 @@ from ladder.spec import FitSpec, rung_from_dict
 
 def _fit_spec(config: dict) -> FitSpec:
     return FitSpec(**{**config["fit"]})
-
-
-def exactly_determined(points: pd.DataFrame, fit: FitSpec) -> str | None:
-    """What the data cannot pin when the final-loss law has as many free parameters as distinct points, else None."""
-    finals = points[points["kind"] == "final"]
-    if fit.law in COMPUTE_LAWS:
-        free = ["A", "alpha"] + ([] if fit.pin_E is not None and fit.law == "compute" else ["E"])
-        units, what = int(finals["flops"].nunique()), "compute budgets"
-    else:
-        free = ["A", "B", "E", "alpha"] + ([] if fit.law == "chinchilla_tied" else ["beta"])
-        units, what = int(points[["params", "tokens"]].drop_duplicates().shape[0]), "(N, D) points"
-    if units > len(free):
-        return None
-    return (f"{units} {what} for {len(free)} free parameters ({', '.join(sorted(free))}): the law passes through "
-            "every point, so no residual is left to say how uncertain its parameters are (a bootstrap would give "
-            "[x, x]); add a rung" + (" or pin E" if "E" in free else ""))
 
 
 def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:

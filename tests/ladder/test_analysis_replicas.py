@@ -39,6 +39,9 @@ def test_backtest_predicts_the_mean_of_the_largest_size_from_sizes_far_below():
     assert {n.split("_r")[0] for n in bt["fit_on"]} == {"rung_1", "rung_2", "rung_3"}
     assert len(bt["fit_on"]) == 6
     assert abs(bt["relative_error"]) < 0.005, bt
+    # three budgets for three free parameters: the backtest's law interpolates them, and says so
+    assert bt["underdetermined"].startswith("3 compute budgets for 3 free parameters")
+    assert backtest_at_ratio(points, FitSpec(law="compute", bootstrap=0, pin_E=0.5), ratio=4.0)["underdetermined"] is None
     # one seed alone would have missed by the noise
     single = backtest_at_ratio(points[~points["name"].str.endswith("_r1")], fit, ratio=4.0)
     assert single["relative_error"] < -0.02
@@ -117,7 +120,7 @@ def test_seed_noise_carried_through_the_fit_grows_with_extrapolation():
 
 
 def test_an_exactly_determined_law_says_what_it_cannot_pin():
-    from ladder.analysis.fit import exactly_determined
+    from ladder.analysis.finals import exactly_determined
 
     points = _points({})
     three = points[points["name"].isin(["rung_1", "rung_2", "rung_3"])]

@@ -90,6 +90,14 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
     assert cbt["fit_on"] == fit["backtest"]["fit_on"] and cbt["predict_runs"] == fit["backtest"]["predict_runs"]
     assert cbt["actual"] == pytest.approx(fit["backtest"]["actual"])
     assert cbt["predicted"] == pytest.approx(cbt["predicted_final_train"] * cbt["eval_over_train"])
+    # The hero's curve-law eval loss is its train loss times the ratio's trend carried to the hero's compute.
+    from ladder.analysis.curves import ratio_at
+
+    ratio = ratio_at(fit["curve_law"]["eval_over_train_trend"], pred["flops"])
+    assert pred["curve_law_eval_over_train"] == pytest.approx(ratio)
+    assert pred["curve_law_final_eval_loss"] == pytest.approx(pred["curve_law_final_train_loss"] * ratio)
+    gate = json.loads((steps["gate"]["dir"] / "gate.json").read_text())
+    assert any("no residual" in w for w in gate["warnings"]) == bool(fit["backtest"]["underdetermined"])
     curve = pd.read_csv(steps["predict"]["dir"] / "hero_curve.csv")
     assert {"step", "tokens", "loss", "lower", "upper"} <= set(curve.columns)
     assert (curve["lower"] <= curve["loss"]).all() and (curve["loss"] <= curve["upper"]).all()
