@@ -48,7 +48,7 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     warnings, seeds = _seed_warnings(fit_doc, pred, gate, reasons)
     backtest = (fit_doc or {}).get("backtest") or {}
     if backtest.get("ok") and backtest.get("underdetermined"):
-        warnings.append(f"the backtest has no residual: {backtest['underdetermined']} below the hero's ratio; its error "
+        warnings.append(f"the backtest has no residual ({backtest['underdetermined']} below the hero's ratio): its error "
                         "is mostly those points' seed noise, carried out by the curvature")
     passed = not reasons
     # A hero trained elsewhere has nothing here to hold back: the verdict is recorded, not enforced.
