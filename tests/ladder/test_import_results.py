@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -152,12 +153,19 @@ def _no_wandb_home(tmp_path) -> dict:
     return {**env, "HOME": str(home), "NETRC": str(home / ".netrc")}
 
 
-def _closed_port() -> int:
+@contextmanager
+def _closed_port():
+    """A local port that refuses connections for as long as the block runs.
+
+    Bound but never listening, so a connect gets a reset, and held, so no other process (the other
+    test worker's Ray starts many) can take it: a port freed before the command ran was once taken by
+    one, and wandb waited on it past the subprocess's two minutes.
+    """
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s.getsockname()[1]
 
 
 def test_from_wandb_without_a_login_says_so_in_one_line(tmp_path):
@@ -172,11 +180,12 @@ def test_from_wandb_without_a_login_says_so_in_one_line(tmp_path):
 def test_from_wandb_with_an_unreachable_server_fails_in_one_line_and_bounded_time(tmp_path):
     # A key, but the server (WANDB_BASE_URL) a closed local port: wandb.Api must give up after --timeout,
     # not retry for minutes (subprocess's timeout is the bound), and leave nothing behind.
-    env = {**_no_wandb_home(tmp_path), "WANDB_API_KEY": "x" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{_closed_port()}"}
-    for k in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
-        env.pop(k, None)  # so the import's own scratch folders are what keeps W&B's files out of home
-    proc = subprocess.run([LADDER, "import-results", SMOKE, "--from-wandb", "ent/proj", "--root", str(tmp_path / "root"),
-                           "--timeout", "3", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    with _closed_port() as port:
+        env = {**_no_wandb_home(tmp_path), "WANDB_API_KEY": "x" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{port}"}
+        for k in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
+            env.pop(k, None)  # so the import's own scratch folders are what keeps W&B's files out of home
+        proc = subprocess.run([LADDER, "import-results", SMOKE, "--from-wandb", "ent/proj", "--root", str(tmp_path / "root"),
+                               "--timeout", "3", "--json"], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "W&B API failed" in proc.stderr and "WANDB_BASE_URL" in proc.stderr and proc.stdout == ""
     assert not (tmp_path / "root").exists() and list((tmp_path / "home").iterdir()) == []
