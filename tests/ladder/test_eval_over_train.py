@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ladder import layout
-from ladder.analysis.curves import eval_over_train_trend, ratio_at
+from ladder.analysis.curves import eval_over_train, eval_over_train_trend, ratio_at
 
 
 def _runs(tmp_path, sizes: dict[str, float], ratio) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -32,7 +32,7 @@ def _runs(tmp_path, sizes: dict[str, float], ratio) -> tuple[pd.DataFrame, dict[
 def test_the_trend_recovers_a_ratio_growing_with_compute_and_carries_it_past_the_rungs(tmp_path):
     sizes = {"d16": 6e10, "d24": 2.3e11, "d32": 6.1e11, "d48": 2.5e12}
     points, dirs = _runs(tmp_path, sizes, lambda c: math.exp(0.006 * math.log(c / 1e11)))
-    trend = eval_over_train_trend(points, dirs)
+    trend = eval_over_train_trend(points, eval_over_train(points, dirs))
     assert trend["sizes"] == 4
     assert trend["slope_per_log_flops"] == pytest.approx(0.006, abs=1e-4)
     hero = 1.1e13
@@ -45,9 +45,9 @@ def test_the_trend_recovers_a_ratio_growing_with_compute_and_carries_it_past_the
 def test_a_flat_ratio_stays_flat_and_a_subset_of_names_fits_only_those(tmp_path):
     sizes = {"d16": 6e10, "d24": 2.3e11, "d32": 6.1e11}
     points, dirs = _runs(tmp_path, sizes, lambda c: 1.02)
-    trend = eval_over_train_trend(points, dirs)
+    trend = eval_over_train_trend(points, eval_over_train(points, dirs))
     assert trend["slope_per_log_flops"] == pytest.approx(0.0, abs=1e-9)
     assert ratio_at(trend, 1e14) == pytest.approx(1.02, rel=1e-6)
-    one = eval_over_train_trend(points, dirs, names=["d24_r0", "d24_r1"])
+    one = eval_over_train_trend(points, eval_over_train(points, dirs), names=["d24_r0", "d24_r1"])
     assert one["sizes"] == 1 and one["slope_per_log_flops"] == 0.0
     assert ratio_at(one, 1e14) == pytest.approx(1.02, rel=1e-6)
