@@ -11,7 +11,10 @@ import pandas as pd
 from ladder.analysis.curves import law_curve, schedule_factors
 from ladder.analysis.finals import exactly_determined, fit_final_law, law_predict, min_rungs
 from ladder.analysis.runs import rung_curve, smooth
+from ladder.analysis.seeds import seed_noise
 from ladder.spec import FitSpec
+
+LEVEL = 0.9
 
 
 def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[str, Any]:
@@ -46,6 +49,59 @@ def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[
             # As many budgets as free parameters: the law interpolates them, so its miss is their seed
             # noise carried out by the curvature (the tool refuses that for the hero's own law).
             "underdetermined": exactly_determined(train, fit)}
+
+
+def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: int = 64, seed: int = 0) -> dict[str, Any] | None:
+    """How far seed noise alone moves this backtest: the band its error falls in when the law is right.
+
+    A parametric bootstrap under the law fitted to every size (`full`, the null hypothesis that it
+    is right): each run is redrawn as that law's loss at its compute times its seed's luck (the
+    measured sigma, the prior without replicas), the backtest refitted on the sizes below the cut
+    and its target scored against the target's redrawn runs. The backtest's own fit cannot stand in
+    for the law here: three budgets for three parameters often land on E = 0, a straight line that
+    noise barely bends, while the full law's curvature carries the same noise far. Replica r shares
+    its data order across sizes, so part of each run's luck is common to every size and cancels in a
+    backtest; the draws treat runs as independent, so the band leans wide.
+    """
+    if not backtest.get("ok"):
+        return None
+    from scipy.stats import norm
+
+    from ladder.analysis.runs import domain_columns
+
+    seeds = seed_noise(points)
+    sigma = float(seeds["sigma"])
+    finals = points[points["kind"] == "final"]
+    truth = np.array([law_predict(full, r.params, r.tokens, r.flops) for r in finals.itertuples()])
+    fitted = finals["name"].isin(backtest["fit_on"]).to_numpy()
+    target = finals["name"].isin(backtest["predict_runs"]).to_numpy()
+    t = finals[target].iloc[0]
+    columns = ["loss", *domain_columns(finals)]
+    rng = np.random.default_rng(seed)
+    errors = []
+    for _ in range(n):
+        factor = truth / finals["loss"].to_numpy(float) * np.exp(rng.normal(0.0, sigma, len(finals)))
+        drawn = finals.assign(**{c: finals[c].to_numpy(float) * factor for c in columns})
+        try:
+            res = fit_final_law(drawn[fitted], fit)
+        except ValueError:
+            continue
+        predicted = law_predict(res, t["params"], t["tokens"], t["flops"])
+        errors.append(math.log(predicted / float(drawn.loc[target, "loss"].mean())))
+    if len(errors) < 3:
+        return None
+    sd = float(np.std(errors, ddof=1))
+    z = float(norm.ppf(0.5 + LEVEL / 2))
+    return {"sigma_run": sigma, "source": seeds["source"], "draws": len(errors), "sigma": sd, "level": LEVEL,
+            "band": math.expm1(z * sd), "within": abs(math.log1p(backtest["relative_error"])) <= z * sd,
+            "method": "parametric bootstrap under the law fitted to every size, runs redrawn at the seed sigma"}
+
+
+def false_block(noise: dict, max_error: float) -> float:
+    """The chance that a right law's backtest misses by more than `max_error` (normal in log loss)."""
+    from scipy.stats import norm
+
+    return float(2.0 * norm.sf(math.log1p(max_error) / noise["sigma"])) if noise["sigma"] > 0 else 0.0
 
 
 def curve_backtest(points: pd.DataFrame, dep_dirs: dict[str, str], fit: FitSpec, backtest: dict) -> dict[str, Any]:

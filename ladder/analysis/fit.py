@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ladder import layout
-from ladder.analysis.backtests import backtest_at_ratio, curve_backtest
+from ladder.analysis.backtests import backtest_at_ratio, backtest_noise, curve_backtest
 from ladder.analysis.beside import beside
 from ladder.analysis.curves import fit_curve_law, schedule_factors
 from ladder.analysis.finals import (
@@ -65,6 +65,8 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     # The whole-curve law on the second core while the final law bootstraps (ladder.analysis.beside).
     curve_fit = beside(fit_curve_law, points, dep_dirs, fit.curve_law, backtest) if fit.curve_law != "none" else None
     with curve_fit or contextlib.nullcontext(lambda: None) as curve_law_result:
+        if backtest.get("ok"):
+            backtest = {**backtest, "noise": backtest_noise(points, fit, backtest, result)}
         doc = _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ratio, exact, hero, out)
         curve_law = curve_law_result()
     doc = {**doc, "curve_law": curve_law, "progress": progress}

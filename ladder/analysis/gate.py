@@ -32,8 +32,11 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
             reasons.append(f"no backtest: {bt.get('reason')}")
         else:
             if abs(bt["relative_error"]) > gate["max_backtest_error"]:
+                noise = bt.get("noise")
+                beside = "" if not noise else (f"; seed noise alone moves it {noise['band']:.1%} at {noise['level']:.0%} "
+                                               f"({'within' if noise['within'] else 'beyond'} that)")
                 reasons.append(f"backtest error {bt['relative_error']:+.2%} (fit on {', '.join(bt['fit_on'])}, predict {bt['predict']} "
-                               f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}")
+                               f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}{beside}")
             hero_ratio = fit_doc.get("hero_ratio") or 0
             if bt["compute_ratio"] < hero_ratio / 1.5:
                 reasons.append(f"the backtest extrapolates {bt['compute_ratio']:.1f}x but the hero is {hero_ratio:.1f}x beyond the "
@@ -50,6 +53,7 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     if backtest.get("ok") and backtest.get("underdetermined"):
         warnings.append(f"the backtest has no residual ({backtest['underdetermined']} below the hero's ratio): its error "
                         "is mostly those points' seed noise, carried out by the curvature")
+    warnings.extend(_noise_warnings(backtest, gate))
     passed = not reasons
     # A hero trained elsewhere has nothing here to hold back: the verdict is recorded, not enforced.
     advisory = bool(config.get("advisory"))
@@ -59,6 +63,25 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     if not passed and not force and not advisory:
         raise Blocked(reasons)
     return verdict
+
+
+# Above this chance of blocking a ladder whose law is right, the gate says its threshold is inside the noise.
+FALSE_BLOCK_WARN = 0.10
+
+
+def _noise_warnings(backtest: dict, gate: dict) -> list[str]:
+    """Say when the backtest threshold sits inside the backtest's own seed noise: then a block says little."""
+    from ladder.analysis.backtests import false_block
+
+    noise = backtest.get("noise") if backtest.get("ok") else None
+    if not noise:
+        return []
+    chance = false_block(noise, gate["max_backtest_error"])
+    if chance <= FALSE_BLOCK_WARN:
+        return []
+    return [f"the gate's {gate['max_backtest_error']:.1%} is inside this backtest's seed noise ({noise['band']:.1%} at "
+            f"{noise['level']:.0%}, {noise['sigma_run']:.2%} a run, {noise['source']}): it would block about {chance:.0%} of "
+            "ladders whose law is right; more seeds (or sizes) below the cut narrow it"]
 
 
 def _progress_reasons(progress: dict, gate: dict) -> list[str]:

@@ -98,6 +98,13 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
     assert pred["curve_law_final_eval_loss"] == pytest.approx(pred["curve_law_final_train_loss"] * ratio)
     gate = json.loads((steps["gate"]["dir"] / "gate.json").read_text())
     assert any("no residual" in w for w in gate["warnings"]) == bool(fit["backtest"]["underdetermined"])
+    # The backtest's seed-noise band, and the gate's word when its threshold sits inside it.
+    from ladder.analysis.backtests import false_block
+
+    noise = fit["backtest"]["noise"]
+    assert noise["draws"] >= 3 and noise["sigma"] > 0 and noise["source"] in ("replicas", "prior")
+    inside = false_block(noise, gate["thresholds"]["max_backtest_error"]) > 0.10
+    assert any("inside this backtest's seed noise" in w for w in gate["warnings"]) == inside
     curve = pd.read_csv(steps["predict"]["dir"] / "hero_curve.csv")
     assert {"step", "tokens", "loss", "lower", "upper"} <= set(curve.columns)
     assert (curve["lower"] <= curve["loss"]).all() and (curve["loss"] <= curve["upper"]).all()
