@@ -65,8 +65,9 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
     # The whole-curve law on the second core while the final law bootstraps (ladder.analysis.beside).
     curve_fit = beside(fit_curve_law, points, dep_dirs, fit.curve_law, backtest) if fit.curve_law != "none" else None
     with curve_fit or contextlib.nullcontext(lambda: None) as curve_law_result:
-        if backtest.get("ok"):
-            backtest = {**backtest, "noise": backtest_noise(points, fit, backtest, result)}
+        # As many redraws as the bootstrap allows, at most 64 (the band's sd to about 9%); none without one.
+        if backtest.get("ok") and fit.bootstrap >= 3:
+            backtest = {**backtest, "noise": backtest_noise(points, fit, backtest, result, n=min(64, fit.bootstrap))}
         doc = _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ratio, exact, hero, out)
         curve_law = curve_law_result()
     doc = {**doc, "curve_law": curve_law, "progress": progress}

@@ -33,10 +33,10 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
         else:
             if abs(bt["relative_error"]) > gate["max_backtest_error"]:
                 noise = bt.get("noise")
-                beside = "" if not noise else (f"; seed noise alone moves it {noise['band']:.1%} at {noise['level']:.0%} "
+                within = "" if not noise else (f"; seed noise alone moves it {noise['band']:.1%} at {noise['level']:.0%} "
                                                f"({'within' if noise['within'] else 'beyond'} that)")
                 reasons.append(f"backtest error {bt['relative_error']:+.2%} (fit on {', '.join(bt['fit_on'])}, predict {bt['predict']} "
-                               f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}{beside}")
+                               f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}{within}")
             hero_ratio = fit_doc.get("hero_ratio") or 0
             if bt["compute_ratio"] < hero_ratio / 1.5:
                 reasons.append(f"the backtest extrapolates {bt['compute_ratio']:.1f}x but the hero is {hero_ratio:.1f}x beyond the "
