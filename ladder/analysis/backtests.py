@@ -11,10 +11,8 @@ import pandas as pd
 from ladder.analysis.curves import law_curve, schedule_factors
 from ladder.analysis.finals import exactly_determined, fit_final_law, law_predict, min_rungs
 from ladder.analysis.runs import rung_curve, smooth
-from ladder.analysis.seeds import seed_noise
+from ladder.analysis.seeds import scale_losses, seed_noise
 from ladder.spec import FitSpec
-
-LEVEL = 0.9
 
 
 def backtest_at_ratio(points: pd.DataFrame, fit: FitSpec, ratio: float) -> dict[str, Any]:
@@ -67,8 +65,6 @@ def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: 
         return None
     from scipy.stats import norm
 
-    from ladder.analysis.runs import domain_columns
-
     seeds = seed_noise(points)
     sigma = float(seeds["sigma"])
     finals = points[points["kind"] == "final"]
@@ -76,12 +72,10 @@ def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: 
     fitted = finals["name"].isin(backtest["fit_on"]).to_numpy()
     target = finals["name"].isin(backtest["predict_runs"]).to_numpy()
     t = finals[target].iloc[0]
-    columns = ["loss", *domain_columns(finals)]
     rng = np.random.default_rng(seed)
     errors = []
     for _ in range(n):
-        factor = truth / finals["loss"].to_numpy(float) * np.exp(rng.normal(0.0, sigma, len(finals)))
-        drawn = finals.assign(**{c: finals[c].to_numpy(float) * factor for c in columns})
+        drawn = scale_losses(finals, truth / finals["loss"].to_numpy(float) * np.exp(rng.normal(0.0, sigma, len(finals))))
         try:
             res = fit_final_law(drawn[fitted], fit)
         except ValueError:
@@ -91,8 +85,8 @@ def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: 
     if len(errors) < 3:
         return None
     sd = float(np.std(errors, ddof=1))
-    z = float(norm.ppf(0.5 + LEVEL / 2))
-    return {"sigma_run": sigma, "source": seeds["source"], "draws": len(errors), "sigma": sd, "level": LEVEL,
+    z = float(norm.ppf(0.5 + fit.level / 2))
+    return {"sigma_run": sigma, "source": seeds["source"], "draws": len(errors), "sigma": sd, "level": fit.level,
             "band": math.expm1(z * sd), "within": abs(math.log1p(backtest["relative_error"])) <= z * sd,
             "method": "parametric bootstrap under the law fitted to every size, runs redrawn at the seed sigma"}
 

@@ -76,6 +76,15 @@ def size_shifts(points: pd.DataFrame, sigma: float, rng: np.random.Generator) ->
     return np.array([draw.get(s, 0.0) for s in points["size"]])
 
 
+def scale_losses(points: pd.DataFrame, factor: np.ndarray) -> pd.DataFrame:
+    """The points with each row's mixture loss and every domain's loss multiplied by its factor.
+
+    A run's luck moves its mixture loss and each domain's loss alike (the per-domain law fits those)."""
+    from ladder.analysis.runs import domain_columns
+
+    return points.assign(**{c: points[c].to_numpy(float) * factor for c in ["loss", *domain_columns(points)]})
+
+
 def propagate_final(points: pd.DataFrame, fit, base, targets: list[tuple[float, float, float]], sigma: float,
                     n: int = 24, seed: int = 0) -> np.ndarray:
     """Std of the log prediction at each target when each size's loss moves by its seed luck (refit per draw).
@@ -84,7 +93,6 @@ def propagate_final(points: pd.DataFrame, fit, base, targets: list[tuple[float, 
     few percent of luck on each moves the extrapolation more than the luck itself.
     """
     from ladder.analysis.finals import _bootstrap_starts, fit_final_law, law_predict
-    from ladder.analysis.runs import domain_columns
 
     if sigma <= 0 or not targets:
         return np.zeros(len(targets))
@@ -92,9 +100,7 @@ def propagate_final(points: pd.DataFrame, fit, base, targets: list[tuple[float, 
     starts = _bootstrap_starts(base, fit)
     preds = []
     for _ in range(n):
-        factor = np.exp(size_shifts(points, sigma, rng))
-        # A size's luck moves its mixture loss and each domain's loss alike (the per-domain law fits those).
-        shifted = points.assign(**{c: points[c].to_numpy(float) * factor for c in ["loss", *domain_columns(points)]})
+        shifted = scale_losses(points, np.exp(size_shifts(points, sigma, rng)))
         try:
             res = fit_final_law(shifted, fit, starts=starts, n_polish=1)
         except ValueError:
