@@ -102,6 +102,9 @@ FIELD_DOCS = {
     "FitSpec.bootstrap": "bootstrap resamples for the fit's intervals (0: none)",
     "FitSpec.level": "probability of every interval the ladder reports (the one default, 0.9)",
     "FitSpec.pin_E": "fix the compute law's asymptote E (None: fit it)",
+    "GateSpec.backtest_rule": ("\"noise\": a backtest miss beyond max_backtest_error blocks only when it is also beyond "
+                               "the backtest's seed-noise band (measured with replicas; without them the threshold "
+                               "decides); \"threshold\": any miss beyond max_backtest_error blocks"),
     "GateSpec.allow_diverged": "let the hero start although a rung diverged",
     "GateSpec.accept_single_seed": "with one seed per size, accept the stated prior on seed-to-seed spread instead of a warning",
     "GateSpec.require_replicas": "block the hero unless replicas measured the seed spread",

@@ -10,6 +10,7 @@ SCHEDULES = ("cosine", "linear", "constant", "wsd")
 COOLDOWN_SHAPES = ("linear", "1-sqrt", "cosine")
 RULE_KINDS = ("fixed", "power_n", "power_c")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
+BACKTEST_RULES = ("noise", "threshold")
 PARALLEL_MODES = ("replicated", "fsdp")
 COMPUTE_DTYPES = ("float32", "bfloat16")
 BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "builtin:web_bible")
@@ -24,7 +25,9 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          "advisory": False, "budget": 0.0, "accept_single_seed": False, "require_replicas": False,
                          # Not the field's default: "head" is what runs before the field computed, so they keep
                          # their addresses under it, and the default "spread" moves every step to a new one.
-                         "eval_sample": "head"}
+                         "eval_sample": "head",
+                         # Likewise: a gate from before the field blocked on the threshold alone.
+                         "backtest_rule": "threshold"}
 
 
 class SpecError(ValueError):

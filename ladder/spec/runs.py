@@ -176,6 +176,9 @@ class FitSpec:
 @dataclass(frozen=True)
 class GateSpec:
     max_backtest_error: float = 0.02  # relative
+    # "noise": block a miss beyond both max_backtest_error and the backtest's seed-noise band (measured
+    # with replicas; without them the threshold alone); "threshold": block any miss beyond it.
+    backtest_rule: str = "noise"
     max_interval_width: float = 0.10  # (upper - lower) / predicted
     allow_diverged: bool = False
     accept_single_seed: bool = False  # one seed per size: accept the stated seed-spread prior (else a warning)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import (
+    BACKTEST_RULES,
     BALANCING,
     BUILTIN_SOURCES,
     COMPUTE_DTYPES,
@@ -255,6 +256,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         problems.append(f"rungs: the {spec.fit.law} law needs at least {min_rungs} rungs, got {len(spec.rungs)}")
     _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)
     _number_in(problems, "gate.max_interval_width", spec.gate.max_interval_width, 0, 100, lo_open=True)
+    _choice(problems, "gate.backtest_rule", spec.gate.backtest_rule, BACKTEST_RULES)
     _validate_isoflop(problems, spec)
     _choice(problems, "wandb.mode", spec.wandb.mode, WANDB_MODES)
     if not (isinstance(spec.wandb.tags, tuple | list) and all(isinstance(t, str) and t for t in spec.wandb.tags)):

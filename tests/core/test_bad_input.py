@@ -45,6 +45,8 @@ BAD_SPECS = [
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.backtest_holdout=2"],
      "fit.backtest_holdout: 2 is not supported"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["wandb.mode='loud'"], "wandb.mode:"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["gate.backtest_rule='vibes'"],
+     "gate.backtest_rule: 'vibes' is not one of noise, threshold"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].batch_size=10000"], "rungs[0].tokens:"),
     ("LADDER = LadderSpec(name='x', rungs=(RUNGS[0], RUNGS[0], RUNGS[2], RUNGS[3]), hero=HERO)", [], "rungs[1].name: duplicate"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS[:2], hero=HERO)", [], "rungs: the compute law needs at least 3"),

@@ -66,12 +66,14 @@ def test_the_band_grows_with_the_seed_spread_and_vanishes_without_it():
     assert false_block(quiet, 0.02) < false_block(loud, 0.02)
 
 
-def _gate(tmp_path, backtest: dict) -> dict:
+def _gate(tmp_path, backtest: dict, rule: str | None = None) -> dict:
     fit_dir, out = tmp_path / "fit", tmp_path / "gate"
     fit_dir.mkdir(parents=True)
     out.mkdir()
     (fit_dir / "fit.json").write_text(json.dumps({"backtest": backtest, "hero_ratio": 4.0, "summary": {}}))
-    config = {"gate": {"max_backtest_error": 0.02, "max_interval_width": 0.15}, "rungs": [], "advisory": True}
+    # a gate written before backtest_rule existed has no key: the threshold alone, as it ran then
+    gate = {"max_backtest_error": 0.02, "max_interval_width": 0.15, **({"backtest_rule": rule} if rule else {})}
+    config = {"gate": gate, "rungs": [], "advisory": True}
     return gate_ladder(config, {"fit": str(fit_dir)}, str(out))
 
 
@@ -93,3 +95,35 @@ def test_the_gate_says_when_its_threshold_is_inside_the_backtests_noise(tmp_path
     assert not any("inside this backtest" in w for w in verdict["warnings"])
     verdict = _gate(tmp_path / "none", {**bt, "relative_error": -0.03, "noise": None})
     assert not any("seed noise" in r for r in verdict["reasons"])
+
+
+def _backtest_reasons(verdict: dict) -> list[str]:
+    return [r for r in verdict["reasons"] if r.startswith("backtest error")]
+
+
+def test_the_noise_rule_passes_a_miss_inside_its_measured_band_and_blocks_one_beyond_it(tmp_path):
+    rng = np.random.default_rng(11)
+    bt, noise = _band(_points(rng.normal(0.0, 0.01, 10)))
+    inside = math.expm1(-0.8 * math.log1p(noise["band"]))  # a miss of 0.8 bands, beyond the 2% threshold
+    assert abs(inside) > 0.02
+    within = {**noise, "within": True}
+    verdict = _gate(tmp_path / "inside", {**bt, "relative_error": inside, "noise": within}, "noise")
+    assert _backtest_reasons(verdict) == []
+    assert any("within its seed-noise band" in w and "backtest_rule='threshold'" in w for w in verdict["warnings"])
+    assert not any("inside this backtest's seed noise" in w for w in verdict["warnings"])
+    # the same miss under the threshold rule, or with no key (an old gate), blocks as before
+    for rule, where in (("threshold", "thr"), (None, "old")):
+        verdict = _gate(tmp_path / where, {**bt, "relative_error": inside, "noise": within}, rule)
+        assert len(_backtest_reasons(verdict)) == 1 and "(within that)" in _backtest_reasons(verdict)[0]
+        assert not any("within its seed-noise band" in w for w in verdict["warnings"])
+    # beyond the band the noise rule blocks, and says so
+    beyond = math.expm1(-1.3 * math.log1p(noise["band"]))
+    verdict = _gate(tmp_path / "beyond", {**bt, "relative_error": beyond, "noise": {**noise, "within": False}}, "noise")
+    assert len(_backtest_reasons(verdict)) == 1 and "(beyond that)" in _backtest_reasons(verdict)[0]
+    # a band from the prior (one seed per size) is not a measurement: the threshold decides
+    prior = {**within, "source": "prior"}
+    verdict = _gate(tmp_path / "prior", {**bt, "relative_error": inside, "noise": prior}, "noise")
+    assert len(_backtest_reasons(verdict)) == 1
+    # inside the threshold nothing is said under either rule
+    verdict = _gate(tmp_path / "small", {**bt, "relative_error": 0.015, "noise": within}, "noise")
+    assert _backtest_reasons(verdict) == [] and not any("seed-noise band" in w for w in verdict["warnings"])
