@@ -15,7 +15,7 @@ from ladder.analysis.curves import _hero_curve, _hero_curve_law, ratio_at
 from ladder.analysis.finals import law_predict, predict_samples
 from ladder.analysis.fit import _fit_spec
 from ladder.analysis.intervals import prediction_interval
-from ladder.analysis.seeds import propagate_final, seed_noise
+from ladder.analysis.seeds import propagate_final, residual_sigma, seed_noise
 from ladder.spec import rung_from_dict
 
 
@@ -54,12 +54,15 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
     samples = doc.get("bootstrap_params") or []
     boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
     seeds = doc["summary"].get("seed_noise") or seed_noise(points)
-    carried = propagate_final(points, fit, result, [t[1:] for t in targets], float(seeds["sigma"]))
+    # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
+    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else 0.0
+    carried = propagate_final(points, fit, result, [t[1:] for t in targets], max(float(seeds["sigma"]), resid))
     rows = []
     for i, (name, n, d, c) in enumerate(targets):
         central = law_predict(result, n, d, c)
         decades = math.log10(c / largest)
-        seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"]}
+        seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"],
+                "sigma_residual": resid if seeds["source"] == "replicas" else None}
         lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, doc["backtest"], decades,
                                                  fit.level, seed)
         rows.append({"name": name, "params": n, "tokens": d, "flops": c, "loss": central, "lower": lower, "upper": upper,
@@ -71,8 +74,8 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
         prediction["hero"] = {"name": hero.name, "predicted_final_loss": h["loss"], "lower": h["lower"], "upper": h["upper"],
                               "level": fit.level, "law": prediction["law"], "params": h["params"], "tokens": h["tokens"],
                               "flops": h["flops"], "compute_ratio": h["compute_ratio"],
-                              "interval": {k: h[k] for k in ("sigma_bootstrap", "sigma_extrapolation", "sigma_seed",
-                                                             "sigma_seed_fit", "method")},
+                              "interval": {k: h[k] for k in ("sigma_bootstrap", "bootstrap_in_sum", "sigma_extrapolation",
+                                                             "sigma_seed", "sigma_seed_fit", "sigma_residual", "method")},
                               "seeds": seeds, "seed_note": seeds["text"],
                               "underdetermined": doc["summary"].get("underdetermined")}
         curve = _hero_curve(hero, h, fit_dir, doc)

@@ -68,6 +68,27 @@ def seed_noise(points: pd.DataFrame) -> dict[str, Any]:
                     "ladder/analysis/seeds.py); train replicas (RungSpec.replica) to measure it"}
 
 
+def residual_sigma(points: pd.DataFrame, result) -> float:
+    """One run's sigma implied by the size means' scatter about the fitted law (lack of fit counts as noise).
+
+    Replicas measure the spread between seeds of one size; the sizes' own means may scatter about
+    the law by more than that (a spread measured on few seeds, or a law that does not quite fit).
+    The residuals over their degrees of freedom, scaled to one run, say how much.
+    """
+    from ladder.analysis.finals import law_predict
+
+    finals = points[points["kind"] == "final"]
+    if finals.empty:
+        return 0.0
+    fitted = np.array([law_predict(result, r.params, r.tokens, r.flops) for r in finals.itertuples()])
+    logs = pd.DataFrame({"size": finals["size"].to_numpy(), "res": np.log(finals["loss"].to_numpy(float) / fitted)})
+    means = logs.groupby("size")["res"].mean()
+    dof = len(means) - len(result.params)
+    if dof <= 0:
+        return 0.0
+    return float(math.sqrt(float((means ** 2).sum()) / dof * len(finals) / len(means)))
+
+
 def size_shifts(points: pd.DataFrame, sigma: float, rng: np.random.Generator) -> np.ndarray:
     """One log-loss shift per point: each size's luck, N(0, sigma^2 / its runs), shared by its runs and branches."""
     finals = points[points["kind"] == "final"]

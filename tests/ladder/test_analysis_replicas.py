@@ -3,6 +3,8 @@ below it, and the bootstrap resamples sizes, never splitting a size's seeds."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -144,3 +146,39 @@ def test_the_gate_says_one_seed_per_size_and_can_require_replicas():
     assert not warnings and len(reasons) == 1 and "requires replicas" in reasons[0]
     measured = {"summary": {"seed_noise": {"sigma": 0.01, "source": "replicas"}}}
     assert _seed_warnings(measured, None, {}, [])[0] == []
+
+
+def test_with_replicas_the_interval_carries_the_backtests_miss_beyond_its_noise_and_not_the_bootstrap_twice():
+    from ladder.analysis.intervals import prediction_interval
+
+    boot = 2.0 * np.exp(np.random.default_rng(3).normal(0.0, 0.03, 200))
+    noise = {"sigma": 0.02, "source": "replicas"}
+    within = {"ok": True, "relative_error": -0.015, "decades": 0.6, "noise": noise}
+    seed = {"sigma": 0.005, "sigma_fit": 0.012, "source": "replicas", "sigma_residual": 0.01}
+    lo, hi, info = prediction_interval(2.0, boot, within, 0.6, 0.9, seed)
+    # a miss inside its seed noise leaves the floor; the bootstrap is reported and not summed
+    assert info["sigma_extrapolation"] == pytest.approx(0.005) and not info["bootstrap_in_sum"]
+    assert info["sigma_bootstrap"] == pytest.approx(0.03, rel=0.2)
+    assert math.log(hi / 2.0) == pytest.approx(info["z"] * math.sqrt(0.005 ** 2 + 0.005 ** 2 + 0.012 ** 2), rel=1e-9)
+    # beyond its noise the excess is carried: sqrt(e^2 - s^2), scaled by distance
+    beyond = {**within, "relative_error": math.expm1(-0.05)}
+    _, _, info = prediction_interval(2.0, boot, beyond, 1.2, 0.9, seed)
+    assert info["sigma_extrapolation"] == pytest.approx(math.sqrt(0.05 ** 2 - 0.02 ** 2) * 2.0, rel=1e-9)
+    # with the spread a prior the band is a guess: the whole miss and the bootstrap, as before
+    prior = {**seed, "source": "prior"}
+    _, hi_prior, info = prediction_interval(2.0, boot, within, 0.6, 0.9, prior)
+    assert info["bootstrap_in_sum"] and info["sigma_extrapolation"] == pytest.approx(abs(math.log(0.985)))
+    assert hi_prior > hi
+
+
+def test_the_residual_sigma_reads_the_sizes_scatter_about_the_law():
+    from ladder.analysis.seeds import residual_sigma
+
+    points = _points({})
+    fit = FitSpec(law="compute", bootstrap=0)
+    base = fit_final_law(points, fit)
+    calm = residual_sigma(points, base)
+    shaken = points.copy()
+    first = shaken["name"].isin(["rung_2", "rung_2_r1"])
+    shaken.loc[first, "loss"] *= 1.03  # one size's both seeds 3% high: the law cannot follow it
+    assert residual_sigma(shaken, fit_final_law(shaken, fit)) > max(calm, 0.005)
