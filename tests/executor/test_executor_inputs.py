@@ -106,7 +106,9 @@ def test_a_ladder_of_the_last_release_keeps_its_directories_until_an_input_chang
     # a different computation, so every step moves, and only eval_sample="head" finds the old directories.
     spread = Executor(str(root), "smoke").graph(stages.build_steps(smoke(root=str(root))))
     assert all(spread[n].short != h for n, h in LAST_RELEASE.items())
-    spec = smoke(root=str(root), data=dataclasses.replace(load_spec(SMOKE).data, eval_sample="head"))
+    # Likewise the gate: the last release blocked on the threshold alone (gate.backtest_rule="threshold").
+    spec = smoke(root=str(root), data=dataclasses.replace(load_spec(SMOKE).data, eval_sample="head"),
+                 gate=dataclasses.replace(load_spec(SMOKE).gate, backtest_rule="threshold"))
     for name, h in LAST_RELEASE.items():  # what the last release left: finished step directories
         d = root / "smoke" / f"{name}-{h}"
         d.mkdir(parents=True)
