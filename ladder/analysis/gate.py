@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ladder import layout
@@ -61,6 +62,12 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     return verdict
 
 
+def band_text(noise: dict) -> str:
+    """The band as the relative misses it spans: symmetric in log loss, so a shortfall's edge is nearer than an excess's."""
+    x = math.log1p(noise["band"])
+    return f"{math.expm1(-x):+.2%} to {noise['band']:+.2%}"
+
+
 def _backtest_reasons(bt: dict, gate: dict) -> list[str]:
     """The backtest against the threshold; under the "noise" rule a miss inside its measured seed-noise band passes.
 
@@ -76,7 +83,7 @@ def _backtest_reasons(bt: dict, gate: dict) -> list[str]:
              f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}")
     if not noise:
         return [where]
-    band = f"seed noise alone moves it {noise['band']:.1%} at {noise['level']:.0%}"
+    band = f"seed noise alone moves it {band_text(noise)} at {noise['level']:.0%}"
     if noise["within"] and noise["source"] == "replicas" and gate.get("backtest_rule", "threshold") == "noise":
         return []
     return [f"{where}; {band} ({'within' if noise['within'] else 'beyond'} that)"]
@@ -89,7 +96,7 @@ def _rule_warnings(backtest: dict, gate: dict) -> list[str]:
             or noise["source"] != "replicas" or gate.get("backtest_rule", "threshold") != "noise"):
         return []
     return [f"backtest error {backtest['relative_error']:+.2%} exceeds {gate['max_backtest_error']:.1%} but is within its "
-            f"seed-noise band ({noise['band']:.1%} at {noise['level']:.0%}, measured on replicas): no evidence against the "
+            f"seed-noise band ({band_text(noise)} at {noise['level']:.0%}, measured on replicas): no evidence against the "
             "law at this ratio, so the gate passes it (gate.backtest_rule='threshold' blocks it); the hero's interval "
             "carries the miss"]
 
@@ -109,7 +116,7 @@ def _noise_warnings(backtest: dict, gate: dict) -> list[str]:
     chance = false_block(noise, gate["max_backtest_error"])
     if chance <= FALSE_BLOCK_WARN:
         return []
-    return [f"the gate's {gate['max_backtest_error']:.1%} is inside this backtest's seed noise ({noise['band']:.1%} at "
+    return [f"the gate's {gate['max_backtest_error']:.1%} is inside this backtest's seed noise ({band_text(noise)} at "
             f"{noise['level']:.0%}, {noise['sigma_run']:.2%} a run, {noise['source']}): it would block about {chance:.0%} of "
             "ladders whose law is right; more seeds (or sizes) below the cut narrow it"]
 

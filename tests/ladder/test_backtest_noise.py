@@ -85,7 +85,7 @@ def test_the_gate_says_when_its_threshold_is_inside_the_backtests_noise(tmp_path
     verdict = _gate(tmp_path / "wide", missed)
     assert not verdict["passed"]
     reason = next(r for r in verdict["reasons"] if r.startswith("backtest error"))
-    assert f"seed noise alone moves it {noise['band']:.1%}" in reason
+    assert f"seed noise alone moves it {math.expm1(-math.log1p(noise['band'])):+.2%} to {noise['band']:+.2%}" in reason
     assert ("within that" in reason) == (math.log(0.97) ** 2 <= (1.6449 * noise["sigma"]) ** 2)
     assert any("inside this backtest's seed noise" in w and f"{false_block(noise, 0.02):.0%}" in w
                for w in verdict["warnings"])
