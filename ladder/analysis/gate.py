@@ -68,6 +68,11 @@ def band_text(noise: dict) -> str:
     return f"{math.expm1(-x):+.2%} to {noise['band']:+.2%}"
 
 
+def _band_is_the_bar(noise: dict | None, gate: dict) -> bool:
+    """Whether the "noise" rule applies: the band was measured on replicas and the gate asks for it."""
+    return bool(noise) and noise["source"] == "replicas" and gate.get("backtest_rule", "threshold") == "noise"
+
+
 def _backtest_reasons(bt: dict, gate: dict) -> list[str]:
     """The backtest against the threshold; under the "noise" rule a miss inside its measured seed-noise band passes.
 
@@ -83,17 +88,16 @@ def _backtest_reasons(bt: dict, gate: dict) -> list[str]:
              f"at {bt['compute_ratio']:.1f}x) exceeds {gate['max_backtest_error']:.1%}")
     if not noise:
         return [where]
-    band = f"seed noise alone moves it {band_text(noise)} at {noise['level']:.0%}"
-    if noise["within"] and noise["source"] == "replicas" and gate.get("backtest_rule", "threshold") == "noise":
+    if noise["within"] and _band_is_the_bar(noise, gate):
         return []
-    return [f"{where}; {band} ({'within' if noise['within'] else 'beyond'} that)"]
+    return [f"{where}; seed noise alone moves it {band_text(noise)} at {noise['level']:.0%} "
+            f"({'within' if noise['within'] else 'beyond'} that)"]
 
 
 def _rule_warnings(backtest: dict, gate: dict) -> list[str]:
     """Say when the "noise" rule let a miss beyond the threshold pass: the user sees what the gate did."""
     noise = backtest.get("noise") if backtest.get("ok") else None
-    if (not noise or abs(backtest["relative_error"]) <= gate["max_backtest_error"] or not noise["within"]
-            or noise["source"] != "replicas" or gate.get("backtest_rule", "threshold") != "noise"):
+    if not _band_is_the_bar(noise, gate) or not noise["within"] or abs(backtest["relative_error"]) <= gate["max_backtest_error"]:
         return []
     return [f"backtest error {backtest['relative_error']:+.2%} exceeds {gate['max_backtest_error']:.1%} but is within its "
             f"seed-noise band ({band_text(noise)} at {noise['level']:.0%}, measured on replicas): no evidence against the "
@@ -111,7 +115,7 @@ def _noise_warnings(backtest: dict, gate: dict) -> list[str]:
 
     noise = backtest.get("noise") if backtest.get("ok") else None
     # Under the "noise" rule with measured replicas the band is the bar, so the threshold's odds do not apply.
-    if not noise or (noise["source"] == "replicas" and gate.get("backtest_rule", "threshold") == "noise"):
+    if not noise or _band_is_the_bar(noise, gate):
         return []
     chance = false_block(noise, gate["max_backtest_error"])
     if chance <= FALSE_BLOCK_WARN:

@@ -21,7 +21,7 @@ def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decade
     is the same luck sigma_seed_fit already carries; sigma_seed is the target's own run. The
     bootstrap over sizes is reported beside it, not added: it resamples five or so sizes and measures
     that same luck a second time (in a Monte Carlo of the default ladder from a known law, the sum
-    covered 100% of heroes at 90%, this one 90%; bench/interval_coverage.py).
+    covered 100% of heroes at 90%, this one 90%; python -m bench intervals).
     Without replicas (the spread a prior, not a measurement):
         sigma^2 = sigma_boot^2 + (e_bt * decades / decades_bt)^2 + sigma_seed_fit^2 + sigma_seed^2
     with the whole backtest miss: resampling alone captures parameter noise, not the error of
@@ -38,7 +38,7 @@ def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decade
     sig_bt = 0.0
     if backtest.get("ok"):
         e = abs(math.log1p(backtest["relative_error"]))
-        if measured and noise.get("source") == "replicas":
+        if measured and noise:
             e = math.sqrt(max(e * e - float(noise["sigma"]) ** 2, 0.0))
         sig_bt = max(e, 0.005) * max(decades, 0.0) / max(backtest["decades"], 1e-3)
     sig_seed = float(seed.get("sigma") or 0.0)

@@ -55,14 +55,14 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
     boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
     seeds = doc["summary"].get("seed_noise") or seed_noise(points)
     # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
-    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else 0.0
-    carried = propagate_final(points, fit, result, [t[1:] for t in targets], max(float(seeds["sigma"]), resid))
+    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else None
+    carried = propagate_final(points, fit, result, [t[1:] for t in targets], max(float(seeds["sigma"]), resid or 0.0))
     rows = []
     for i, (name, n, d, c) in enumerate(targets):
         central = law_predict(result, n, d, c)
         decades = math.log10(c / largest)
         seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"],
-                "sigma_residual": resid if seeds["source"] == "replicas" else None}
+                "sigma_residual": resid}
         lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, doc["backtest"], decades,
                                                  fit.level, seed)
         rows.append({"name": name, "params": n, "tokens": d, "flops": c, "loss": central, "lower": lower, "upper": upper,
