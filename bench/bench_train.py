@@ -141,7 +141,8 @@ class _JaxStep:
         layout = plan(rung, *self.state)
         if layout is not None:
             self.state = layout.place(*self.state)
-        self.fn = make_train_chunk(fm, opt, optim_lib.lr_multipliers(fm.param_names, rung.optim), layout)
+        self.fn = make_train_chunk(fm, opt, optim_lib.lr_multipliers(fm.param_names, rung.optim), layout,
+                                   steps_per_call)
         self.k = steps_per_call
         self.batches = jnp.asarray(np.random.default_rng(0).integers(0, 256, (self.k, BATCH, SEQ + 1)), jnp.int32)
         self.lrs = jnp.full((self.k,), 1e-3, jnp.float32)

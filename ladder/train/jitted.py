@@ -1,5 +1,10 @@
-"""The jitted functions the training loop calls: ``k`` optimizer steps in one ``lax.scan``, and one eval batch;
+"""The jitted functions the training loop calls: up to ``k`` optimizer steps in one call, and one eval batch;
 and how a span of steps is cut into such chunks.
+
+A chunk's step count is a runtime argument (a ``fori_loop`` over the first n of k padded batches), so one
+compile serves every chunk: with the count static, the single steps around each eval and checkpoint boundary
+were a second program, and on a 2-core CPU each compile of the rungs' step took 8-9 s (18-20 s of a d16 rung's
+44 s went to the two).
 
 Both take the model split into (graphdef, params, router bias) (:class:`ladder.train.model.Functional`);
 with a :class:`ladder.train.parallel.Layout` they are jitted onto its data-parallel mesh, else with
@@ -12,6 +17,7 @@ from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from ladder.train.model import Functional, cross_entropy, loss_fn
@@ -20,7 +26,9 @@ from ladder.train.parallel import Layout
 
 
 def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: Mapping[str, float],
-                     layout: Layout | None = None):
+                     layout: Layout | None = None, steps_per_call: int = 8):
+    """``chunk(params, bias, opt_state, batches, lrs)`` runs ``len(lrs)`` (at most ``steps_per_call``) steps and
+    returns the new state and each step's metrics (leading axis ``len(lrs)``)."""
     spec = fm.spec
     bias_layers = [(name, int(name.split(".")[1])) for name in fm.bias_names]
     moe_layers = sorted({i for _, i in bias_layers})
@@ -54,11 +62,37 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
             m["aux_loss"] = jnp.mean(jnp.stack([s["aux_loss"] for s in stats]))
         return (params, new_bias, opt_state), m
 
-    def chunk(params, bias, opt_state, batches, lrs):
-        (params, bias, opt_state), metrics = jax.lax.scan(one_step, (params, bias, opt_state), (batches, lrs))
+    def chunk(params, bias, opt_state, batches_KxBxL, lrs_K, n):
+        carry = (params, bias, opt_state)
+        row = jax.eval_shape(one_step, carry, (batches_KxBxL[0], lrs_K[0]))[1]
+        metrics = jax.tree.map(lambda a: jnp.zeros((steps_per_call, *a.shape), a.dtype), row)
+
+        def body(i, state):
+            carry, metrics = state
+            carry, m = one_step(carry, (batches_KxBxL[i], lrs_K[i]))
+            return carry, jax.tree.map(lambda buf, v: buf.at[i].set(v), metrics, m)
+
+        (params, bias, opt_state), metrics = jax.lax.fori_loop(0, n, body, (carry, metrics))
         return params, bias, opt_state, metrics
 
-    return layout.jit_chunk(chunk) if layout is not None else jax.jit(chunk)
+    jitted = layout.jit_chunk(chunk) if layout is not None else jax.jit(chunk)
+
+    def run(params, bias, opt_state, batches, lrs):
+        n = len(lrs)
+        if not 1 <= n <= steps_per_call:
+            raise ValueError(f"a chunk runs 1..{steps_per_call} steps, got {n}")
+        if n < steps_per_call:  # padding the program never reads: the loop stops at n
+            pad = steps_per_call - n
+            batches = np.asarray(batches)
+            batches = np.concatenate([batches, np.zeros((pad, *batches.shape[1:]), batches.dtype)])
+            lrs = np.concatenate([np.asarray(lrs, np.float32), np.zeros(pad, np.float32)])
+        params, bias, opt_state, metrics = jitted(params, bias, opt_state, batches, lrs, np.int32(n))
+        if n < steps_per_call:
+            metrics = jax.tree.map(lambda v: v[:n], metrics)
+        return params, bias, opt_state, metrics
+
+    run.jitted = jitted  # the one program: tests read its compile cache
+    return run
 
 
 def make_eval(fm: Functional, layout: Layout | None = None):
@@ -72,10 +106,10 @@ def make_eval(fm: Functional, layout: Layout | None = None):
 
 
 def segments(start: int, end: int, k: int) -> list[tuple[int, int]]:
-    """Pieces of [start, end): k-step chunks aligned to multiples of k, single steps elsewhere."""
+    """Pieces of [start, end) of at most k steps, cut at every multiple of k (a resumed run cuts the same)."""
     out, s = [], start
     while s < end:
-        n = k if (k > 1 and s % k == 0 and s + k <= end) else 1
+        n = min(k - s % k, end - s)
         out.append((s, n))
         s += n
     return out

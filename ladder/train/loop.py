@@ -165,7 +165,7 @@ def train(
         branch_rows = [r for r in read_jsonl(out / "branches.jsonl") if r.get("start", 0) <= start]
         write_json_lines(out / "branches.jsonl", branch_rows)
 
-        chunk_fn = make_train_chunk(fm, opt, mults, layout)
+        chunk_fn = make_train_chunk(fm, opt, mults, layout, k)
         eval_fn = make_eval(fm, layout)
         peak = measured_peak_flops(dtype=rung.model.compute_dtype)
         detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
@@ -191,7 +191,7 @@ def train(
             "eval": eval_w.rows_kept[-1] if eval_w.rows_kept else None,
             "tokens_timed": 0,
             "time_timed": 0.0,
-            "compiled": set(),
+            "warm": False,  # the first chunk call compiles: kept out of tokens_per_s
             "log_t": time.perf_counter(),
             "log_step": start,
             "loss_sum": 0.0,
@@ -244,10 +244,10 @@ def train(
                     nxt = mixture.batches(s1, n1, batch)
                 m = jax.device_get(m)
                 dt = time.perf_counter() - t0
-                if n in state["compiled"]:
+                if state["warm"]:
                     state["tokens_timed"] += n * tokens_per_step
                     state["time_timed"] += dt
-                state["compiled"].add(n)
+                state["warm"] = True
                 rows = []
                 failed = None
                 for i in range(n):

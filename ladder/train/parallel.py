@@ -66,9 +66,9 @@ class Layout:
         )
 
     def jit_chunk(self, fn):
-        """``fn(params, bias, opt_state, batches, lrs) -> (params, bias, opt_state, metrics)`` on the mesh."""
+        """``fn(params, bias, opt_state, batches, lrs, n) -> (params, bias, opt_state, metrics)`` on the mesh."""
         state = (self.params, self.bias, self.opt)
-        return jax.jit(fn, in_shardings=(*state, self.batches, self.replicated),
+        return jax.jit(fn, in_shardings=(*state, self.batches, self.replicated, self.replicated),
                        out_shardings=(*state, self.replicated))
 
     def jit_eval(self, fn):
