@@ -1,11 +1,11 @@
 """The training loop: ``train(rung, data, out_dir)`` -> result dict, resumable to the bit.
 
 Execution model. The model is split once into (graphdef, params, router bias); one jitted function
-runs ``k`` optimizer steps with ``lax.scan`` over pre-fetched batches and returns every step's
-metrics (so losses stay per-step while dispatch is amortised). Chunks of ``steps_per_call`` steps are
-aligned to absolute step numbers and cut at *boundaries* (evals, checkpoints, branch starts, the
-stop step), with single steps filling the gaps; the segmentation is a pure function of the spec, so
-a run resumed from any checkpoint replays exactly the computations of an uninterrupted run.
+runs up to ``k`` optimizer steps in a loop over pre-fetched batches (the count a runtime argument, so one
+compile serves every chunk) and returns every step's metrics (so losses stay per-step while dispatch is
+amortised). Chunks of at most ``steps_per_call`` steps are cut at every multiple of it and at *boundaries*
+(evals, checkpoints, branch starts, the stop step); every chunk runs the same program, one step after
+another, so a run resumed from any checkpoint replays exactly the computations of an uninterrupted run.
 
 Devices: the state lives on a data-parallel mesh over the node's local devices when there is more
 than one (:mod:`ladder.train.parallel`: batches split along the batch, parameters replicated or
