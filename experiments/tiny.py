@@ -149,6 +149,13 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   Pre-registered seed 3 on the EPYC (a new draw there): backtest -2.80% inside its band, gate
   passes (the old rule blocked it); hero predicted 1.3384 [1.2627, 1.4187] (11.7% wide), actual
   1.3132: +1.92%, inside the interval but beyond the 1.5% aim.
+- One compiled train program per size instead of two (a chunk's step count is now a runtime argument;
+  the finals bit-identical, seed 1's figures below equal to the digit). On the AVX2 EPYC, `ladder submit`:
+  seed 1 995 -> 882 s (rungs 491 -> 424 s, fit 47 -> 38 s, hero 432 -> 395 s), seed 2 905 s; the
+  VM's speed moves between days, so only the compile (8-9 s of each size's first seed) is the change's.
+  Seed 2 refitted under the noise rule: backtest +3.23% inside its band (-4.16% / +4.34%), the gate
+  passes, hero -1.34% inside [1.2272, 1.3551]; seed 1: backtest -0.92%, hero +0.16% [1.2683, 1.3551].
+  Seed 0 again -3.22%, its band now -2.77% / +2.85% (spread 0.47% a run): BLOCKED, 495 s to the block.
 """
 
 from ladder.recipe import Recipe
