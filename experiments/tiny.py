@@ -155,7 +155,7 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   VM's speed moves between days, so only the compile (8-9 s of each size's first seed) is the change's.
   Seed 2 refitted under the noise rule: backtest +3.23% inside its band (-4.16% / +4.34%), the gate
   passes, hero -1.34% inside [1.2272, 1.3551]; seed 1: backtest -0.92%, hero +0.16% [1.2683, 1.3551].
-  Seed 0 again -3.22%, its band now -2.77% / +2.85% (spread 0.47% a run): BLOCKED, 495 s to the block.
+  Seed 0 again -3.22%, its band on its own ten runs -2.77% / +2.85% (spread 0.47% a run): BLOCKED, 495 s.
 """
 
 from ladder.recipe import Recipe
