@@ -152,7 +152,7 @@ draw, and the seed-to-seed spread quoted is the yardstick):
 - One compiled train program per size instead of two (a chunk's step count is now a runtime argument;
   the finals bit-identical, seed 1's figures below equal to the digit). On the AVX2 EPYC, `ladder submit`:
   seed 1 995 -> 882 s (rungs 491 -> 424 s, fit 47 -> 38 s, hero 432 -> 395 s), seed 2 905 s; the
-  VM's speed moves between days, so only the compile (8-9 s of each size's first seed) is the change's.
+  VM's speed moves between days, so only the compile saved is the change's (a d16 rung alone 44.0 -> 38.9 s).
   Seed 2 refitted under the noise rule: backtest +3.23% inside its band (-4.16% / +4.34%), the gate
   passes, hero -1.34% inside [1.2272, 1.3551]; seed 1: backtest -0.92%, hero +0.16% [1.2683, 1.3551].
   Seed 0 again -3.22%, its band on its own ten runs -2.77% / +2.85% (spread 0.47% a run): BLOCKED, 495 s.

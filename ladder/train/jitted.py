@@ -3,8 +3,8 @@ and how a span of steps is cut into such chunks.
 
 A chunk's step count is a runtime argument (a ``fori_loop`` over the first n of k padded batches), so one
 compile serves every chunk: with the count static, the single steps around each eval and checkpoint boundary
-were a second program, and on a 2-core CPU each compile of the rungs' step took 8-9 s (18-20 s of a d16 rung's
-44 s went to the two).
+were a second program. On a 2-core CPU a d16 rung compiled two programs of 9 s each; with one, the rung
+took 38.9 s instead of 44.0 s (its single compile 14.6 s that run: compile times vary by a third between runs).
 
 Both take the model split into (graphdef, params, router bias) (:class:`ladder.train.model.Functional`);
 with a :class:`ladder.train.parallel.Layout` they are jitted onto its data-parallel mesh, else with
