@@ -13,6 +13,7 @@ plain ``jax.jit`` (one device, bit-identical to a trainer without the mesh).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 import jax
@@ -24,9 +25,11 @@ from ladder.train.model import Functional, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
 from ladder.train.parallel import Layout
 
+DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
+
 
 def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: Mapping[str, float],
-                     layout: Layout | None = None, steps_per_call: int = 8):
+                     layout: Layout | None = None, steps_per_call: int = DEFAULT_STEPS_PER_CALL):
     """``chunk(params, bias, opt_state, batches, lrs)`` runs ``len(lrs)`` (at most ``steps_per_call``) steps and
     returns the new state and each step's metrics (leading axis ``len(lrs)``)."""
     spec = fm.spec
@@ -81,13 +84,13 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
         n = len(lrs)
         if not 1 <= n <= steps_per_call:
             raise ValueError(f"a chunk runs 1..{steps_per_call} steps, got {n}")
-        if n < steps_per_call:  # padding the program never reads: the loop stops at n
-            pad = steps_per_call - n
+        pad = steps_per_call - n
+        if pad:  # padding the program never reads: the loop stops at n
             batches = np.asarray(batches)
             batches = np.concatenate([batches, np.zeros((pad, *batches.shape[1:]), batches.dtype)])
             lrs = np.concatenate([np.asarray(lrs, np.float32), np.zeros(pad, np.float32)])
         params, bias, opt_state, metrics = jitted(params, bias, opt_state, batches, lrs, np.int32(n))
-        if n < steps_per_call:
+        if pad:
             metrics = jax.tree.map(lambda v: v[:n], metrics)
         return params, bias, opt_state, metrics
 

@@ -39,7 +39,7 @@ from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
 from ladder.train.data import Mixture
 from ladder.train.hooks import Callback, call_hooks
-from ladder.train.jitted import make_eval, make_train_chunk, segments
+from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
 from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import build
@@ -47,7 +47,6 @@ from ladder.train.outputs import TrainConfigMismatch, check_same_config, summari
 from ladder.train.parallel import plan
 from ladder.train.sigterm import Sigterm
 
-DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "8"))
 # Eval windows go through the model in calls of at least this many tokens (a whole number of training
 # batches, so they still split over the devices): a small rung's batch of 3 windows made its evals
 # hundreds of tiny calls.
