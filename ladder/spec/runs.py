@@ -87,9 +87,13 @@ class RungSpec:
     schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
     seed: int | None = None
     replica: int = 0
-    eval_every: int = 0  # optimizer steps between evals; 0: about 10 evals per run
+    eval_every: int = 0  # optimizer steps between evals; 0: every total_steps // n_evals steps
     log_every: int = 10
-    checkpoint_every: int = 0  # 0: about 10 checkpoints per run
+    checkpoint_every: int = 0  # 0: every total_steps // n_checkpoints steps
+    # An eval costs the same at every rung size (3 x 32K tokens by default), so a small rung's ten
+    # evals cost as much as a large fraction of its training.
+    n_evals: int = 10
+    n_checkpoints: int = 10
     resources: Resources = field(default_factory=Resources)
     description: str = ""
     # > 0: the compute-optimal run at this many FLOPs; its model and tokens are placeholders until the

@@ -47,6 +47,8 @@ def rung_from_dict(d: Mapping[str, Any]) -> RungSpec:
         eval_every=d.get("eval_every", 0),
         log_every=d.get("log_every", 10),
         checkpoint_every=d.get("checkpoint_every", 0),
+        n_evals=d.get("n_evals", 10),
+        n_checkpoints=d.get("n_checkpoints", 10),
         resources=Resources(**d["resources"]) if "resources" in d else Resources(),
         description=d.get("description", ""),
         budget=d.get("budget", 0.0),

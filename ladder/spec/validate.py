@@ -148,6 +148,8 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
         if _check_type(problems, f"{path}.{name}", v, (int,), "a non-negative integer") and v < 0:
             problems.append(f"{path}.{name}: must be >= 0, got {v}")
     _positive_int(problems, f"{path}.log_every", r.log_every)
+    _positive_int(problems, f"{path}.n_evals", r.n_evals)
+    _positive_int(problems, f"{path}.n_checkpoints", r.n_checkpoints)
     res = r.resources
     _number_in(problems, f"{path}.resources.cpus", res.cpus, 0, 4096)
     _number_in(problems, f"{path}.resources.gpus", res.gpus, 0, 4096)

@@ -133,8 +133,8 @@ def train(
                   f"devices, parameters {layout.mode}", flush=True)
         lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
         branches = optim_lib.branch_points(rung, total_steps)
-        eval_every = rung.eval_every or max(1, total_steps // 10)
-        ckpt_every = rung.checkpoint_every or max(1, total_steps // 10)
+        eval_every = rung.eval_every or max(1, total_steps // rung.n_evals)
+        ckpt_every = rung.checkpoint_every or max(1, total_steps // rung.n_checkpoints)
 
         ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
         start, wall_offset = 0, 0.0
