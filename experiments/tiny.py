@@ -156,6 +156,15 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   Seed 2 refitted under the noise rule: backtest +3.23% inside its band (-4.16% / +4.34%), the gate
   passes, hero -1.34% inside [1.2272, 1.3551]; seed 1: backtest -0.92%, hero +0.16% [1.2683, 1.3551].
   Seed 0 again -3.22%, its band on its own ten runs -2.77% / +2.85% (spread 0.47% a run): BLOCKED, 495 s.
+- The issue's three draws on a 2-core AVX-512 Xeon (ladder seeds 0, 1, 2, pre-registered, this file
+  unchanged; these seeds' heroes had been seen once on this CPU type, re-evaluated on the spread
+  sample before the noise rule and the current interval): 4.1x backtests -1.30%, +2.65%, -1.31%
+  inside their bands (+-4.4 to 5.5%; seed spread 0.87-1.03% a run), the gate passes all three;
+  heroes at 4.3x -0.74% (1.3099 [1.2576, 1.3645] against 1.3197), -0.88% (1.3021 [1.2522, 1.3541]
+  against 1.3137), +0.28% (1.3165 [1.2722, 1.3623] against 1.3128), all inside, 6.8-8.2% wide.
+  `ladder submit` 503, 490 and 498 s. Five evals and checkpoints per rung instead of ten: seed 1
+  redrawn with every rung's final, the fit and the hero equal to the digit; the rungs' core-seconds
+  489 -> 444, their phase 246 -> 226 s, the submit 490 -> 477 s (the VM's speed drifts ~15% within an hour).
 """
 
 from ladder.recipe import Recipe
