@@ -165,6 +165,14 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   `ladder submit` 503, 490 and 498 s. Five evals and checkpoints per rung instead of ten: seed 1
   redrawn with every rung's final, the fit and the hero equal to the digit; the rungs' core-seconds
   489 -> 444, their phase 246 -> 226 s, the submit 490 -> 477 s (the VM's speed drifts ~15% within an hour).
+- Cause 4 (LR against run length), pre-registered: `ladder sweep` of d16 and d32 at 0.5-2x the
+  rule's LR, at 50 and at 200 tokens per parameter, batch held (tiny_sweeps.csv, sweep=lr_length, one
+  seed; the file's earlier rows were on the head eval sample, its eval_sample column says which). The
+  sweep fit's optima: d16 0.00646 -> 0.00471 (x0.73 for 4x the tokens; the rule in C gives x0.78), d32
+  0.00360 -> 0.00447 (x1.24). At 4x length the rule's LR was the sweep's best at d16 and 0.9% above
+  its best at d32. Neighbouring LRs on one seed differ by up to 4%, so the sweep cannot resolve a shift
+  finer than about 1.5x; what it shows is that the C rule loses under 1% at 4x the run length, too
+  little to bend the law by 3%. Nothing adopted.
 """
 
 from ladder.recipe import Recipe
