@@ -24,6 +24,7 @@ from ladder.analysis.finals import (
     predict_samples,
     seed_spread,
 )
+from ladder.analysis.intervals import target_intervals
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
 from ladder.analysis.seeds import propagate_final, seed_noise
@@ -91,8 +92,13 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
     level = fit.level
     seeds = seed_noise(points)
     if boot.size:
-        law_curve["lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
-        law_curve["upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
+        # The band drawn on the law is the calibrated interval at each compute, the hero's own composition;
+        # the bootstrap's percentiles are kept beside it (alone they are not calibrated: see intervals.py).
+        calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level)
+        law_curve["lower"] = [lo for _, lo, _, _ in calibrated]
+        law_curve["upper"] = [hi for _, _, hi, _ in calibrated]
+        law_curve["boot_lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
+        law_curve["boot_upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
     else:
         from scipy.stats import norm
 

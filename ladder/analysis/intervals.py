@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy.stats import norm
 
 
@@ -55,3 +56,29 @@ def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decade
                        "the target's own seed and every rung's carried through the refit")
                       + (f" ({seed['source']})" if seed.get("source") else "")}
     return central * math.exp(-z * sig), central * math.exp(z * sig), info
+
+
+def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets: list[tuple[float, float, float]],
+                     boot: np.ndarray, seeds: dict, level: float) -> list[tuple[float, float, float, dict]]:
+    """(central, lower, upper, info) of the law at each target (params, tokens, flops), each interval
+    `prediction_interval`'s, with the rungs' luck carried through the refit to that target.
+
+    The hero's interval and the law's band over compute (law_curve.csv, what the dashboard and the
+    report draw) both come from here, so the band a user sees at the hero's compute is its interval.
+    `boot` holds the bootstrap's predictions, one column per target (empty without a bootstrap).
+    """
+    from ladder.analysis.finals import law_predict
+    from ladder.analysis.seeds import propagate_final, residual_sigma
+
+    largest = float(points.loc[points["kind"] == "final", "flops"].max())
+    # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
+    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else None
+    carried = propagate_final(points, fit, result, targets, max(float(seeds["sigma"]), resid or 0.0))
+    out = []
+    for i, (n, d, c) in enumerate(targets):
+        central = law_predict(result, n, d, c)
+        seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"], "sigma_residual": resid}
+        lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, backtest,
+                                                 math.log10(c / largest), level, seed)
+        out.append((central, lower, upper, info))
+    return out

@@ -3,7 +3,6 @@ interval calibrated for extrapolation, and its whole curve (step, tokens, loss, 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +11,10 @@ import pandas as pd
 
 from ladder import layout
 from ladder.analysis.curves import _hero_curve, _hero_curve_law, ratio_at
-from ladder.analysis.finals import law_predict, predict_samples
+from ladder.analysis.finals import predict_samples
 from ladder.analysis.fit import _fit_spec
-from ladder.analysis.intervals import prediction_interval
-from ladder.analysis.seeds import propagate_final, residual_sigma, seed_noise
+from ladder.analysis.intervals import target_intervals
+from ladder.analysis.seeds import seed_noise
 from ladder.spec import rung_from_dict
 
 
@@ -54,17 +53,9 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
     samples = doc.get("bootstrap_params") or []
     boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
     seeds = doc["summary"].get("seed_noise") or seed_noise(points)
-    # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
-    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else None
-    carried = propagate_final(points, fit, result, [t[1:] for t in targets], max(float(seeds["sigma"]), resid or 0.0))
+    intervals = target_intervals(points, fit, result, doc["backtest"], [t[1:] for t in targets], boot, seeds, fit.level)
     rows = []
-    for i, (name, n, d, c) in enumerate(targets):
-        central = law_predict(result, n, d, c)
-        decades = math.log10(c / largest)
-        seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"],
-                "sigma_residual": resid}
-        lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, doc["backtest"], decades,
-                                                 fit.level, seed)
+    for (name, n, d, c), (central, lower, upper, info) in zip(targets, intervals, strict=True):
         rows.append({"name": name, "params": n, "tokens": d, "flops": c, "loss": central, "lower": lower, "upper": upper,
                      "compute_ratio": c / largest, **info})
     if rows:

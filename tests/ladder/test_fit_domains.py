@@ -45,6 +45,6 @@ def test_per_domain_law_on_the_smoke_ladders_rungs(ladder_smoke_root, tmp_path):
     rel = law.predict(by_size.index.to_numpy()) / by_size.to_numpy() - 1
     assert np.max(np.abs(rel)) < 0.08, rel
     curve = pd.read_csv(tmp_path / "law_curve.csv")
-    assert list(curve.columns) == ["flops", "loss", "lower", "upper"]
+    assert list(curve.columns) == ["flops", "loss", "lower", "upper", "boot_lower", "boot_upper"]
     assert (curve["lower"] <= curve["loss"]).all() and (curve["loss"] <= curve["upper"]).all()
     assert (curve["upper"] > curve["lower"]).any()

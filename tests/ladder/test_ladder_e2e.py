@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -84,6 +85,13 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
     assert "rung_4" not in fit["backtest"]["fit_on"]
     pred = json.loads((steps["predict"]["dir"] / "prediction.json").read_text())["hero"]
     assert pred["lower"] < pred["predicted_final_loss"] < pred["upper"]
+    # The law's band over compute (what the dashboard and the report draw) is the calibrated interval:
+    # at the hero's compute it is the hero's interval, not the bootstrap's percentiles kept beside it.
+    law = pd.read_csv(steps["fit"]["dir"] / "law_curve.csv")
+    at = np.log(pred["flops"])
+    for col, want in (("loss", pred["predicted_final_loss"]), ("lower", pred["lower"]), ("upper", pred["upper"])):
+        assert np.interp(at, np.log(law["flops"]), law[col]) == pytest.approx(want, rel=2e-3), col
+    assert {"boot_lower", "boot_upper"} <= set(law.columns)
     # The whole-curve law fitted and was backtested on the same rungs as the final-loss law.
     assert fit["curve_law"]["fit"]["law"] == "joint_multipower", fit["curve_law"]
     cbt = fit["curve_law"]["backtest"]
