@@ -18,7 +18,6 @@ from ladder.analysis.finals import (
     bootstrap_fits,
     exactly_determined,
     fit_final_law,
-    law_predict,
     min_rungs,
     n_sizes,
     predict_samples,
@@ -27,7 +26,7 @@ from ladder.analysis.finals import (
 from ladder.analysis.intervals import target_intervals
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
-from ladder.analysis.seeds import propagate_final, seed_noise
+from ladder.analysis.seeds import seed_noise
 from ladder.spec import FitSpec, rung_from_dict
 
 
@@ -84,27 +83,20 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
     flops_grid = np.geomspace(finals["flops"].min() / 2, max(finals["flops"].max(), hero.flops if hero else 0) * 2, 60)
     grid_targets = _targets_along(points, flops_grid, hero)
     # An exactly determined law interpolates every resample: its bootstrap would be [x, x], so it is
-    # not run, and the law's band is the rungs' seed noise carried through the fit instead.
+    # not run, and the band carries the rungs' seed noise through the fit without it.
     samples = bootstrap_fits(points, fit, result, fit.bootstrap, seed=0) if fit.bootstrap and not exact else []
     boot = predict_samples(result, samples, grid_targets) if samples else np.empty((0, 0))
-    central = np.array([law_predict(result, *t) for t in grid_targets])
-    law_curve = pd.DataFrame({"flops": flops_grid, "loss": central})
     level = fit.level
     seeds = seed_noise(points)
+    # The band drawn on the law is the calibrated interval at each compute, the hero's own composition
+    # with or without a bootstrap; the bootstrap's percentiles are kept beside it (alone they are not
+    # calibrated: see intervals.py).
+    calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level)
+    law_curve = pd.DataFrame({"flops": flops_grid, "loss": [c for c, _, _, _ in calibrated],
+                              "lower": [lo for _, lo, _, _ in calibrated], "upper": [hi for _, _, hi, _ in calibrated]})
     if boot.size:
-        # The band drawn on the law is the calibrated interval at each compute, the hero's own composition;
-        # the bootstrap's percentiles are kept beside it (alone they are not calibrated: see intervals.py).
-        calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level)
-        law_curve["lower"] = [lo for _, lo, _, _ in calibrated]
-        law_curve["upper"] = [hi for _, _, hi, _ in calibrated]
         law_curve["boot_lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
         law_curve["boot_upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
-    else:
-        from scipy.stats import norm
-
-        sig = propagate_final(points, fit, result, grid_targets, seeds["sigma"]) if exact else np.zeros(len(central))
-        z = float(norm.ppf(0.5 + level / 2))
-        law_curve["lower"], law_curve["upper"] = central * np.exp(-z * sig), central * np.exp(z * sig)
     layout.write_csv_atomic(out / "law_curve.csv", law_curve)
 
     factors = schedule_factors(points, dep_dirs, result, np.linspace(0.005, 1.0, 200))
