@@ -81,7 +81,7 @@ def train(
     ``max_steps`` stops early at that absolute step (the schedule is still the full run's; the result
     has ``complete: false`` and a later call continues). ``raise_on_divergence`` raises
     :class:`Diverged` after writing the FAILED result instead of returning it.
-    ``steps_per_call`` (default 8, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
+    ``steps_per_call`` (default 64, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
     """
     # Close the mirror only when it was opened here: a caller's OutputDir stays open for its own writes.
     with contextlib.nullcontext(out_dir) if isinstance(out_dir, OutputDir) else open_output(out_dir) as output:

@@ -51,12 +51,26 @@ def _swiglu_experts(xe: jax.Array, w13: jax.Array, w2: jax.Array) -> jax.Array:
     return jnp.einsum("gecf,efd->gecd", jax.nn.silu(a) * b, w2)
 
 
+def top_k_indices(x: jax.Array, k: int) -> jax.Array:
+    """``jax.lax.top_k(x, k)[1]``: the k largest along the last axis, largest first, the lowest index on ties.
+
+    Built from k argmaxes because XLA's TopK cannot be split along the batch: on a data-parallel mesh the
+    partitioner gathers the whole batch onto every device for it, one sync per MoE layer and step.
+    """
+    picked = []
+    for _ in range(k):
+        i = jnp.argmax(x, axis=-1).astype(jnp.int32)
+        picked.append(i)
+        x = jnp.where(jax.nn.one_hot(i, x.shape[-1], dtype=jnp.bool_), -jnp.inf, x)
+    return jnp.stack(picked, axis=-1)
+
+
 def route(x: jax.Array, w_router: jax.Array, bias: jax.Array, top_k: int, use_bias: bool):
     """Return (probs (..., E), chosen expert ids (..., k), gate weights (..., k), biased scores)."""
     logits = x @ w_router
     probs = jax.nn.softmax(logits, axis=-1)
     scores = probs + jax.lax.stop_gradient(bias) if use_bias else probs
-    _, idx = jax.lax.top_k(jax.lax.stop_gradient(scores), top_k)
+    idx = top_k_indices(jax.lax.stop_gradient(scores), top_k)
     gates = jnp.take_along_axis(probs, idx, axis=-1)
     if top_k > 1:
         gates = gates / (jnp.sum(gates, axis=-1, keepdims=True) + 1e-9)

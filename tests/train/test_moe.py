@@ -8,7 +8,7 @@ from flax import nnx
 
 from ladder.train.init import HostInit
 from ladder.train.model import build, loss_fn
-from ladder.train.moe import MoE, update_bias
+from ladder.train.moe import MoE, top_k_indices, update_bias
 
 # A layer applied jitted, as the trainer runs it: op by op, each primitive would compile on its own.
 # One wrapper for the module, so its compile cache is shared by every call.
@@ -98,3 +98,16 @@ def test_capacity_dispatch_gradients_equal_reference(moe_spec):
     for name in g_ref:
         np.testing.assert_allclose(np.asarray(g_fast[name]), np.asarray(g_ref[name]), rtol=2e-4, atol=2e-6,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_top_k_indices_are_lax_top_k_ties_included(k):
+    rng = np.random.default_rng(k)
+    continuous = rng.normal(size=(4, 64, 8))
+    tied = rng.integers(0, 3, size=(4, 64, 8))  # many equal scores in a row: the lowest index must win
+    for x in (continuous, tied):
+        x = jnp.asarray(x, jnp.float32)
+        want = jax.lax.top_k(x, k)[1]
+        got = jax.jit(top_k_indices, static_argnums=1)(x, k)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -82,6 +82,18 @@ CHILD = textwrap.dedent("""
                          "mu_shard": list(mu[n].addressable_shards[0].data.shape),
                          "replicated": bool(p[n].sharding.is_fully_replicated)} for n in p}
 
+    # The collectives XLA puts into the replicated MoE step: the gradients' one all-reduce, no gather of the
+    # batch (XLA's TopK cannot be split along it, so routing through it gathered every row onto each device).
+    r = rung(MOE, 2, "replicated")
+    fm = build(r.model, 3)
+    opt = optim.make_optimizer(r.optim, fm.params)
+    layout = plan(r, fm.params, fm.bias, opt.init(fm.params))
+    p, b, o = layout.place(fm.params, fm.bias, opt.init(fm.params))
+    chunk = make_train_chunk(fm, opt, optim.lr_multipliers(fm.param_names, r.optim), layout, steps_per_call=2)
+    batches = Mixture(data, r.seq_len, 3).batches(0, 2, r.batch_size)
+    hlo = chunk.jitted.lower(p, b, o, batches, np.full(2, 1e-3, np.float32), np.int32(2)).compile().as_text()
+    res["moe_collectives"] = {op: hlo.count(f" {op}(") for op in ("all-gather", "all-reduce", "all-to-all")}
+
     # Device counts that cannot work are one line naming the field, before any compile.
     errors = {}
     for key, r in (("too_many", rung(DENSE, 4, "fsdp")), ("indivisible", rung(DENSE, 2, "fsdp", batch=3))):
@@ -142,6 +154,11 @@ def test_fsdp_shards_large_parameters_and_their_adam_moments(measured):
         assert v["mu_shard"] == v["shard"], (n, v)
     for n, v in rep.items():
         assert v["replicated"] and v["shard"] == v["shape"] and v["mu_shard"] == v["shape"], (n, v)
+
+
+@pytest.mark.slow
+def test_the_replicated_moe_step_syncs_once_with_no_gather_of_the_batch(measured):
+    assert measured["moe_collectives"] == {"all-gather": 0, "all-reduce": 1, "all-to-all": 0}, measured["moe_collectives"]
 
 
 @pytest.mark.slow
