@@ -148,3 +148,33 @@ def test_joint_fit_survives_degenerate_per_size_fits_on_real_rung_curves():
         preds.append(res.model().predict(sizes[-1], run["step"].to_numpy(), run["lr"].to_numpy(), at=at)[-1])
         tails.append(run["loss"].to_numpy()[-max(3, len(run) // 20):].mean())
     assert abs(np.mean(preds) / np.mean(tails) - 1) < 0.03, (preds, tails)
+
+
+def test_multipower_objective_skips_unreached_rows_without_changing_a_bit():
+    # _mpl_logpred works on the rows where some lr drop has been reached (a WSD curve's decay); the
+    # rest of the (t, k) matrix is exactly 0. Against the whole-matrix formula: equal to the last bit.
+    from fits.curves import _mpl_logpred, prepare_curve
+
+    T = 2000
+    s = np.arange(T + 1)
+    lr = np.where(s < 1600, 1e-3, 1e-3 * (1 - 0.99 * np.sqrt(np.clip(s - 1600, 0, None) / 400)))
+    lr[:40] = np.linspace(0, 1e-3, 40)
+    at = np.unique(np.r_[np.arange(10, T + 1, 10), T])
+    c = prepare_curve(at, lr[at], 3.0 + 0 * at)
+    assert 0 < c.reached_rows.size < len(at) / 3
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        theta = np.log([0.8, 2.0, 0.3, 400.0, 2.0, 0.6, 0.5]) + rng.normal(0, 0.3, 7)
+        L0, A, alpha, B, C, beta, gamma = np.exp(theta)
+        x = c.Sk * np.exp(-gamma * c.log_eta)[None, :]
+        u = 1.0 + C * x
+        u_mb = np.exp(-beta * np.log(u))
+        reached = c.Sk > 0
+        LD = B * (np.where(reached, 1.0 - u_mb, 0.0) @ c.delta)
+        pred = L0 + A * np.exp(-alpha * np.log(c.S1)) - LD
+        w = np.where(reached, u_mb / u, 0.0) * c.delta[None, :]
+        dC = -B * C * (beta * x * w).sum(axis=1) / pred
+        lp, J = _mpl_logpred(theta, c, True)
+        np.testing.assert_array_equal(lp, np.log(pred))
+        np.testing.assert_array_equal(J[:, 4], dC)
+        np.testing.assert_array_equal(J[:, 3], -LD / pred)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladder.analysis import backtest_at_ratio, bootstrap_fits, fit_final_law, n_sizes
+from ladder.analysis import backtest_at_ratio, bootstrap_fits, fit_final_law, min_rungs, n_sizes
 from ladder.spec import FitSpec
 
 E, A, ALPHA = 0.7, 190.0, 0.19
@@ -60,6 +60,30 @@ def test_bootstrap_resamples_sizes_not_seeds():
     samples = bootstrap_fits(points, fit, base, n=30, seed=1)
     assert len(samples) >= 20
     assert np.ptp([s["alpha"] for s in samples]) < 0.01 * ALPHA
+
+
+def test_a_compute_refit_depends_on_the_multiset_of_sizes_alone():
+    # What lets bootstrap_fits reuse a repeated multiset's refit: the same sizes drawn in another order
+    # fit to the same bits, and so does the bootstrap with its reuse against one refit per resample.
+    rng = np.random.default_rng(3)
+    points = _points({(i, r): float(rng.normal(0, 0.01)) for i in range(5) for r in (0, 1)})
+    fit = FitSpec(law="compute", bootstrap=0)
+    by_size = {size: group for size, group in points.groupby("size", sort=False)}
+    sizes = list(by_size)
+    picks = [[sizes[0], sizes[2], sizes[0], sizes[4], sizes[3]], [sizes[4], sizes[0], sizes[3], sizes[0], sizes[2]],
+             [sizes[3], sizes[0], sizes[0], sizes[2], sizes[4]]]
+    fitted = [fit_final_law(pd.concat([by_size[p] for p in pick], ignore_index=True), fit, n_polish=1).params
+              for pick in picks]
+    assert fitted[0] == fitted[1] == fitted[2]
+    base = fit_final_law(points, fit)
+    reused = bootstrap_fits(points, fit, base, n=60, seed=2)
+    gen = np.random.default_rng(2)
+    refit = []
+    for _ in range(60):
+        pick = gen.choice(sizes, size=len(sizes), replace=True)
+        if len(set(pick)) >= min_rungs(fit):
+            refit.append(fit_final_law(pd.concat([by_size[p] for p in pick], ignore_index=True), fit, n_polish=1).params)
+    assert reused == refit and len({tuple(sorted(s.items())) for s in reused}) < len(reused)
 
 
 def test_seed_spread_is_the_noise_floor_of_sizes_with_replicas():
