@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -35,6 +36,10 @@ CURVE_KEYS = EVAL_KEYS
 FINAL_KEYS = ("final_eval_loss", *EVAL_KEYS)
 PARAMS_KEYS = ("params_active",)
 DEFAULT_TIMEOUT_S = 30.0
+# wandb.teardown() waits on its wandb-core process with no bound, and after a request to an unreachable
+# server that process sometimes never exits (5 of 8 imports in a row hung there, measured on wandb 0.31).
+# An import has nothing to upload, so past this the process is killed.
+TEARDOWN_S = 5.0
 
 
 def parse_project(path: str) -> tuple[str, str]:
@@ -162,8 +167,35 @@ def fetch(project_path: str, names: Iterable[str], *, metric: str | None = None,
             raise ImportError_(f"{source}: W&B API failed ({type(exc).__name__}: {first}); check the project, "
                                "your login and WANDB_BASE_URL, or import an exported CSV") from None
         finally:
-            wandb.teardown()
+            _teardown_bounded(wandb, TEARDOWN_S)
     return rows_from_runs(pairs, wanted, metric=metric, curves=curves, source=source)
+
+
+def _teardown_bounded(wandb, seconds: float) -> None:
+    """``wandb.teardown()``, killing this process's wandb-core if it has not exited within ``seconds``."""
+    from wandb.sdk import wandb_setup
+
+    # Private attributes (wandb 0.31): without them the teardown is only waited for, as wandb does.
+    connection = getattr(getattr(wandb_setup, "_singleton", None), "_connection", None)
+    service = getattr(getattr(connection, "_proc", None), "_process", None)
+    raised: list[BaseException] = []
+
+    def teardown() -> None:
+        try:
+            wandb.teardown()
+        except SystemExit:  # wandb exits with the service's code: a killed service is not our error
+            pass
+        except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            raised.append(exc)
+
+    worker = threading.Thread(target=teardown, name="ladder-wandb-teardown", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive() and service is not None:
+        service.kill()
+        worker.join(seconds)
+    if raised:
+        raise raised[0]
 
 
 def _merged_history(run, keys: list[str]) -> list[dict]:

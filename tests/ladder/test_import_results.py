@@ -177,15 +177,18 @@ def test_from_wandb_without_a_login_says_so_in_one_line(tmp_path):
     assert not (tmp_path / "root").exists() and list((tmp_path / "home").iterdir()) == []
 
 
-def test_from_wandb_with_an_unreachable_server_fails_in_one_line_and_bounded_time(tmp_path):
+@pytest.mark.parametrize("attempt", range(3))
+def test_from_wandb_with_an_unreachable_server_fails_in_one_line_and_bounded_time(tmp_path, attempt):
     # A key, but the server (WANDB_BASE_URL) a closed local port: wandb.Api must give up after --timeout,
-    # not retry for minutes (subprocess's timeout is the bound), and leave nothing behind.
+    # not retry for minutes (subprocess's timeout is the bound), and leave nothing behind. Three attempts:
+    # wandb-core then sometimes never exits, and wandb.teardown() waited on it for ever (5 of 8 in a row,
+    # then 1 of 12, measured), so one attempt alone often missed that hang.
     with _closed_port() as port:
         env = {**_no_wandb_home(tmp_path), "WANDB_API_KEY": "x" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{port}"}
         for k in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
             env.pop(k, None)  # so the import's own scratch folders are what keeps W&B's files out of home
         proc = subprocess.run([LADDER, "import-results", SMOKE, "--from-wandb", "ent/proj", "--root", str(tmp_path / "root"),
-                               "--timeout", "3", "--json"], capture_output=True, text=True, timeout=120, env=env)
+                               "--timeout", "3", "--json"], capture_output=True, text=True, timeout=90, env=env)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "W&B API failed" in proc.stderr and "WANDB_BASE_URL" in proc.stderr and proc.stdout == ""
     assert not (tmp_path / "root").exists() and list((tmp_path / "home").iterdir()) == []
