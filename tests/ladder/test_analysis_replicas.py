@@ -76,10 +76,10 @@ def test_a_compute_refit_depends_on_the_multiset_of_sizes_alone():
               for pick in picks]
     assert fitted[0] == fitted[1] == fitted[2]
     base = fit_final_law(points, fit)
-    reused = bootstrap_fits(points, fit, base, n=60, seed=2)
+    reused = bootstrap_fits(points, fit, base, n=24, seed=2)
     gen = np.random.default_rng(2)
     refit = []
-    for _ in range(60):
+    for _ in range(24):
         pick = gen.choice(sizes, size=len(sizes), replace=True)
         if len(set(pick)) >= min_rungs(fit):
             refit.append(fit_final_law(pd.concat([by_size[p] for p in pick], ignore_index=True), fit, n_polish=1).params)
