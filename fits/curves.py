@@ -113,9 +113,9 @@ class PreparedCurve:
     Sk_reached: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
-        rows = np.flatnonzero((self.Sk > 0).any(axis=1)) if self.Sk.size else np.zeros(0, dtype=np.int64)
+        rows = np.flatnonzero((self.Sk > 0).any(axis=1))
         object.__setattr__(self, "reached_rows", rows)
-        object.__setattr__(self, "Sk_reached", self.Sk[rows] if self.Sk.size else self.Sk)
+        object.__setattr__(self, "Sk_reached", self.Sk[rows])
 
 
 def prepare_curve(step, lr, loss=None, *, at=None, law="multipower", warmup="linear", block=DEFAULT_BLOCK,

@@ -8,6 +8,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from ladder.analysis.finals import law_predict
+from ladder.analysis.seeds import propagate_final, residual_sigma
+
 
 def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decades: float, level: float,
                         seed: dict | None = None) -> tuple[float, float, dict]:
@@ -67,9 +70,6 @@ def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets:
     report draw) both come from here, so the band a user sees at the hero's compute is its interval.
     `boot` holds the bootstrap's predictions, one column per target (empty without a bootstrap).
     """
-    from ladder.analysis.finals import law_predict
-    from ladder.analysis.seeds import propagate_final, residual_sigma
-
     largest = float(points.loc[points["kind"] == "final", "flops"].max())
     # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
     resid = residual_sigma(points, result) if seeds["source"] == "replicas" else None
