@@ -178,3 +178,25 @@ def test_multipower_objective_skips_unreached_rows_without_changing_a_bit():
         np.testing.assert_array_equal(lp, np.log(pred))
         np.testing.assert_array_equal(J[:, 4], dC)
         np.testing.assert_array_equal(J[:, 3], -LD / pred)
+
+
+def test_a_drop_to_an_lr_of_exactly_zero_is_the_limit_of_a_vanishing_lr_with_a_finite_gradient():
+    # A step decay to lr 0 given step by step puts a drop event on eta_k = 0: eta_k^-gamma S_k(t) was
+    # 0 * inf there, and the gradient NaN in every row some other drop had reached.
+    from fits.curves import _mpl_logpred, prepare_curve
+
+    s = np.arange(3001)
+    at = np.arange(250, 3001, 50)
+    theta = np.log([2.5, 0.6, 0.45, 400.0, 2.0, 0.6, 0.6])
+
+    def prepared(last):
+        lr = np.where(s < 2000, 1e-3, np.where(s < 2500, 3e-4, last))
+        lr[:200] = np.linspace(0, 1e-3, 200)
+        return prepare_curve(s, lr, 3.0 + 0 * at, at=at)
+
+    with np.errstate(all="raise"):
+        lp, J = _mpl_logpred(theta, prepared(0.0), True)
+    assert np.isfinite(J).all()
+    lp_limit, J_limit = _mpl_logpred(theta, prepared(1e-60), True)
+    np.testing.assert_allclose(lp, lp_limit, rtol=1e-12)
+    np.testing.assert_allclose(J, J_limit, rtol=1e-6, atol=1e-12)
