@@ -51,8 +51,26 @@ def test_the_band_is_the_spread_of_backtests_of_ladders_redrawn_from_a_right_law
     # both spreads are 60-64 draws (about 9% each); the band uses the redrawn ladder's own sigma
     empirical = float(np.std(errors, ddof=1))
     assert noise["sigma"] * sigma / noise["sigma_run"] == pytest.approx(empirical, rel=0.45)
-    assert noise["band"] == pytest.approx(math.expm1(1.6449 * noise["sigma"]), rel=1e-3)
-    assert noise["within"] == (abs(math.log1p(bt["relative_error"])) <= 1.6449 * noise["sigma"])
+    # five sizes of two seeds measure the sigma with 5 degrees of freedom: the band is t's 95% point (2.015)
+    assert noise["dof"] == 5 and noise["quantile"] == pytest.approx(2.0150, rel=1e-4)
+    assert noise["band"] == pytest.approx(math.expm1(2.0150 * noise["sigma"]), rel=1e-3)
+    assert noise["within"] == (abs(math.log1p(bt["relative_error"])) <= 2.0150 * noise["sigma"])
+
+
+def test_the_bands_quantile_narrows_as_replicas_measure_the_sigma_better_and_is_normal_for_a_prior():
+    rng = np.random.default_rng(5)
+    quantiles = {}
+    for replicas in (2, 3, 5):
+        bt, noise = _band(_points(rng.normal(0.0, 0.008, 5 * replicas), replicas=replicas), n=8)
+        assert noise["dof"] == 5 * (replicas - 1)
+        quantiles[replicas] = noise["quantile"]
+        assert noise["band"] == pytest.approx(math.expm1(noise["quantile"] * noise["sigma"]), rel=1e-12)
+        # the chance of a right law's miss beyond the band is the level's complement, whatever the dof
+        assert false_block(noise, noise["band"]) == pytest.approx(0.10, abs=1e-9)
+    assert quantiles[2] > quantiles[3] > quantiles[5] > 1.6449
+    _, prior = _band(_points(rng.normal(0.0, 0.008, 5), replicas=1), n=8)
+    assert prior["source"] == "prior" and prior["dof"] is None
+    assert prior["quantile"] == pytest.approx(1.6449, rel=1e-4)
 
 
 def test_the_band_grows_with_the_seed_spread_and_vanishes_without_it():
@@ -86,7 +104,7 @@ def test_the_gate_says_when_its_threshold_is_inside_the_backtests_noise(tmp_path
     assert not verdict["passed"]
     reason = next(r for r in verdict["reasons"] if r.startswith("backtest error"))
     assert f"seed noise alone moves it {math.expm1(-math.log1p(noise['band'])):+.2%} to {noise['band']:+.2%}" in reason
-    assert ("within that" in reason) == (math.log(0.97) ** 2 <= (1.6449 * noise["sigma"]) ** 2)
+    assert ("within that" in reason) == (math.log(0.97) ** 2 <= (noise["quantile"] * noise["sigma"]) ** 2)
     assert any("inside this backtest's seed noise" in w and f"{false_block(noise, 0.02):.0%}" in w
                for w in verdict["warnings"])
     # a narrow band: no warning, and without a band the reason is as before
