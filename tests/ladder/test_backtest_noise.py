@@ -61,14 +61,14 @@ def test_the_bands_quantile_narrows_as_replicas_measure_the_sigma_better_and_is_
     rng = np.random.default_rng(5)
     quantiles = {}
     for replicas in (2, 3, 5):
-        bt, noise = _band(_points(rng.normal(0.0, 0.008, 5 * replicas), replicas=replicas), n=8)
+        bt, noise = _band(_points(rng.normal(0.0, 0.008, 5 * replicas), replicas=replicas), n=4)
         assert noise["dof"] == 5 * (replicas - 1)
         quantiles[replicas] = noise["quantile"]
         assert noise["band"] == pytest.approx(math.expm1(noise["quantile"] * noise["sigma"]), rel=1e-12)
         # the chance of a right law's miss beyond the band is the level's complement, whatever the dof
         assert false_block(noise, noise["band"]) == pytest.approx(0.10, abs=1e-9)
     assert quantiles[2] > quantiles[3] > quantiles[5] > 1.6449
-    _, prior = _band(_points(rng.normal(0.0, 0.008, 5), replicas=1), n=8)
+    _, prior = _band(_points(rng.normal(0.0, 0.008, 5), replicas=1), n=4)
     assert prior["source"] == "prior" and prior["dof"] is None
     assert prior["quantile"] == pytest.approx(1.6449, rel=1e-4)
 
