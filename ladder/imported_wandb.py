@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import threading
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from ladder.imported import ImportError_, check_results
+from ladder.publish.wandb_env import teardown_bounded
 from ladder.publish.wandb_import import EVAL_KEYS, FLOPS_KEYS, TOKEN_KEYS
 
 PROJECT_RE = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)$")
@@ -167,35 +167,8 @@ def fetch(project_path: str, names: Iterable[str], *, metric: str | None = None,
             raise ImportError_(f"{source}: W&B API failed ({type(exc).__name__}: {first}); check the project, "
                                "your login and WANDB_BASE_URL, or import an exported CSV") from None
         finally:
-            _teardown_bounded(wandb, TEARDOWN_S)
+            teardown_bounded(wandb, TEARDOWN_S)
     return rows_from_runs(pairs, wanted, metric=metric, curves=curves, source=source)
-
-
-def _teardown_bounded(wandb, seconds: float) -> None:
-    """``wandb.teardown()``, killing this process's wandb-core if it has not exited within ``seconds``."""
-    from wandb.sdk import wandb_setup
-
-    # Private attributes (wandb 0.31): without them the teardown is only waited for, as wandb does.
-    connection = getattr(getattr(wandb_setup, "_singleton", None), "_connection", None)
-    service = getattr(getattr(connection, "_proc", None), "_process", None)
-    raised: list[BaseException] = []
-
-    def teardown() -> None:
-        try:
-            wandb.teardown()
-        except SystemExit:  # wandb exits with the service's code: a killed service is not our error
-            pass
-        except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
-            raised.append(exc)
-
-    worker = threading.Thread(target=teardown, name="ladder-wandb-teardown", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive() and service is not None:
-        service.kill()
-        worker.join(seconds)
-    if raised:
-        raise raised[0]
 
 
 def _merged_history(run, keys: list[str]) -> list[dict]:

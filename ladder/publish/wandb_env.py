@@ -112,3 +112,42 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, str | int | float | bool) or obj is None:
         return obj
     return str(obj)
+
+
+def wandb_service_process():
+    """This process's wandb-core (a Popen), or None. Private attributes of wandb 0.31: without them, None."""
+    from wandb.sdk import wandb_setup
+
+    connection = getattr(getattr(wandb_setup, "_singleton", None), "_connection", None)
+    return getattr(getattr(connection, "_proc", None), "_process", None)
+
+
+def teardown_bounded(wandb, seconds: float) -> bool:
+    """``wandb.teardown()``, killing this process's wandb-core if it has not exited within ``seconds``.
+
+    wandb.teardown() waits on wandb-core with no bound, and after a request to an unreachable server
+    that process sometimes never exits (5 of 8 imports in a row hung there, wandb 0.31). Called where
+    nothing is left to upload (an import; a run after ``run.finish()`` returned, which syncs it).
+    Returns whether the process had to be killed. Without the private attributes it only waits.
+    """
+    service = wandb_service_process()
+    raised: list[BaseException] = []
+
+    def teardown() -> None:
+        try:
+            wandb.teardown()
+        except SystemExit:  # wandb exits with the service's code: a killed service is not our error
+            pass
+        except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            raised.append(exc)
+
+    worker = threading.Thread(target=teardown, name="ladder-wandb-teardown", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    killed = worker.is_alive() and service is not None
+    if killed:
+        service.kill()
+        worker.join(seconds)
+    if raised:
+        raise raised[0]
+    return killed

@@ -25,6 +25,7 @@ from ladder.publish.wandb_env import (
     resolve_mode,
     run_id,
     spec_config,
+    teardown_bounded,
     wandb_dir,
 )
 
@@ -130,8 +131,9 @@ class WandbCallback:
                 if _loggable(v) or isinstance(v, str):
                     run.summary[k] = v
             status = (result or {}).get("status", "SUCCESS")
+            run_dir = str(Path(run.dir).parent)
             run.finish(exit_code=0 if status == "SUCCESS" else 1)
-            _close_service()
+            _close_service(run_dir)
         except Exception as exc:
             self._fail(exc)
         finally:
@@ -141,7 +143,13 @@ class WandbCallback:
         self.on_end({})
 
 
-def _close_service() -> None:
+# A wandb-core still running this long after run.finish() returned is killed, so a service that never
+# exits cannot hold a finished rung's worker (and the ladder) for ever. Its teardown normally takes
+# well under a second; what it had not written yet is in the run's directory for `wandb sync`.
+FINISHED_TEARDOWN_S = 120.0
+
+
+def _close_service(run_dir: str | None = None) -> None:
     """Shut this process's wandb service connection now that its run is finished.
 
     Left open, wandb closes it in an atexit hook; a Ray worker's service is often gone by then, and
@@ -150,7 +158,10 @@ def _close_service() -> None:
     """
     import wandb
 
-    wandb.teardown()
+    if teardown_bounded(wandb, FINISHED_TEARDOWN_S):
+        where = f"`wandb sync {run_dir}`" if run_dir else "`wandb sync` on its run directory"
+        print(f"warning: wandb's service had not exited {FINISHED_TEARDOWN_S:.0f} s after the run finished; stopped it "
+              f"(the metrics files are complete; {where} uploads anything the W&B run lacks)", file=sys.stderr)
 
 
 def make_callback(spec: Any, step_name: str, root: str | Path | None = None, mode: str | None = None,
@@ -246,7 +257,7 @@ def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | 
             run.summary[k] = v
         out = run.dir
         run.finish()
-        _close_service()
+        _close_service(str(Path(out).parent))
         return out
     except Exception as exc:
         print(f"warning: W&B ladder run for {ladder} failed ({type(exc).__name__}: {exc}); files unaffected",
