@@ -132,8 +132,8 @@ def prepare_curve(step, lr, loss=None, *, at=None, law="multipower", warmup="lin
         m = momentum(d, lam)
         return PreparedCurve(t=t, logL=logL, S1=S1, S2=np.cumsum(m)[t])
     # Only events that some evaluation step has reached matter. A drop to an lr of exactly 0 adds
-    # nothing: its term G(eta_k^-gamma S_k) has S_k = eta_k (t - k + 1) -> 0 faster than eta_k^-gamma
-    # grows (gamma < 1), and kept it would be 0 * inf, NaN in the gradient of every reached row.
+    # nothing: the model no longer moves, so no loss drop develops from it (S_k = 0; for gamma < 1 also
+    # the law's limit of a vanishing lr). Kept, eta_k^-gamma S_k was 0 * inf: NaN in the gradient.
     keep = (sched.ev_k <= t.max()) & (sched.ev_eta > 0)
     k = sched.ev_k[keep]
     return PreparedCurve(t=t, logL=logL, S1=S1, delta=sched.ev_delta[keep], log_eta=np.log(sched.ev_eta[keep]),
