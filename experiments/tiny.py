@@ -194,7 +194,7 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   -1.60% (1.2883 [1.2330, 1.3461] against 1.3093), all inside, two of three beyond the 1.5% aim. The
   heroes equal the AVX-512 draws' within 0.3%; the size means moved by up to 1.4% (seed noise), and
   the extrapolation carried that to 1.1-2.2% in the predictions. Ten recorded heroes of this recipe:
-  mean -0.69%, sd 1.26%.
+  mean -0.69%, sd 1.21%.
 """
 
 from ladder.recipe import Recipe
