@@ -191,7 +191,7 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   does not reproduce the EPYC: seed 0's backtest -1.39% at 0.77% a run, not -3.22% at 0.47%), seeds 0,
   1, 2: backtests -1.39%, +2.21%, +0.48% inside t bands of 4.7-7.2%, every gate passes; heroes at 4.3x
   -2.29% (1.2874 [1.2406, 1.3360] against 1.3176), -1.63% (1.2928 [1.2413, 1.3464] against 1.3142),
-  -1.60% (1.2883 [1.2330, 1.3461] against 1.3093), all inside, two of three beyond the 1.5% aim. The
+  -1.60% (1.2883 [1.2330, 1.3461] against 1.3093), all inside, all three beyond the 1.5% aim. The
   heroes equal the AVX-512 draws' within 0.3%; the size means moved by up to 1.4% (seed noise), and
   the extrapolation carried that to 1.1-2.2% in the predictions. Ten recorded heroes of this recipe:
   mean -0.69%, sd 1.21%.
