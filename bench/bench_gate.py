@@ -21,18 +21,13 @@ import os
 
 import numpy as np
 
-from bench.bench_intervals import ALPHA, A, E, _layout
-
-
-def _draw(points, sigma, rng):
-    law = E + A * points["flops"].to_numpy() ** -ALPHA
-    return points.assign(loss=law * np.exp(rng.normal(0.0, sigma, len(points))))
+from bench.bench_intervals import _draw, _layout
 
 
 def main() -> None:
     from scipy.stats import norm, t
 
-    from ladder.analysis.backtests import backtest_at_ratio, backtest_noise, seed_dof
+    from ladder.analysis.backtests import backtest_at_ratio, backtest_noise
     from ladder.analysis.finals import fit_final_law
     from ladder.analysis.seeds import seed_noise
     from ladder.spec import FitSpec
@@ -59,7 +54,7 @@ def main() -> None:
         except ValueError:
             continue
         seeds = seed_noise(p)
-        dof, reach = seed_dof(seeds), bt["compute_ratio"]
+        dof, reach = seeds["dof"], bt["compute_ratio"]
         errors.append(math.log1p(bt["relative_error"]))
         sigmas.append(seeds["sigma"])
     err, sig = np.array(errors), np.array(sigmas)

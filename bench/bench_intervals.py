@@ -32,6 +32,12 @@ def _layout():
     return pd.DataFrame(rows), spec
 
 
+def _draw(points, sigma, rng):
+    """The layout's runs with final losses drawn as the known law times each run's luck, N(0, sigma) in log loss."""
+    law = E + A * points["flops"].to_numpy() ** -ALPHA
+    return points.assign(loss=law * np.exp(rng.normal(0.0, sigma, len(points))))
+
+
 def _ladder(points, fit, hero, sigma, rng, gate):
     from ladder.analysis.backtests import backtest_at_ratio, backtest_noise
     from ladder.analysis.finals import bootstrap_fits, fit_final_law, law_predict, predict_samples
@@ -39,8 +45,7 @@ def _ladder(points, fit, hero, sigma, rng, gate):
     from ladder.analysis.intervals import prediction_interval
     from ladder.analysis.seeds import propagate_final, residual_sigma, seed_noise
 
-    law = E + A * points["flops"].to_numpy() ** -ALPHA
-    p = points.assign(loss=law * np.exp(rng.normal(0.0, sigma, len(points))))
+    p = _draw(points, sigma, rng)
     res = fit_final_law(p, fit)
     ratio = hero.flops / float(p["flops"].max())
     bt = backtest_at_ratio(p, fit, ratio)

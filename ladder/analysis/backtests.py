@@ -83,20 +83,13 @@ def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: 
     if len(errors) < 3:
         return None
     sd = float(np.std(errors, ddof=1))
-    dof = seed_dof(seeds)
+    dof = seeds["dof"]
     q = band_quantile(fit.level, dof)
     return {"sigma_run": sigma, "source": seeds["source"], "draws": len(errors), "sigma": sd, "level": fit.level,
             "dof": dof, "quantile": q, "band": math.expm1(q * sd),
             "within": abs(math.log1p(backtest["relative_error"])) <= q * sd,
             "method": "parametric bootstrap under the law fitted to every size, runs redrawn at the seed sigma; "
                       + (f"Student's t at the replicas' {dof} degrees of freedom" if dof else "normal (the sigma a prior)")}
-
-
-def seed_dof(seeds: dict) -> int | None:
-    """Degrees of freedom of the measured seed sigma (runs minus replicated sizes); None for the prior."""
-    if seeds.get("source") != "replicas":
-        return None
-    return int(seeds["replica_runs"]) - int(seeds["replicated_sizes"])
 
 
 def band_quantile(level: float, dof: int | None) -> float:
@@ -111,21 +104,21 @@ def band_quantile(level: float, dof: int | None) -> float:
     true one, the normal band blocked 47%, t 34%. Without replicas the sigma is a prior, not an
     estimate, and the normal quantile stands.
     """
+    return float(_band_distribution(dof).ppf(0.5 + level / 2))
+
+
+def _band_distribution(dof: int | None):
+    """A right law's backtest miss over the band's sd: Student's t at the seed sigma's dof, normal for a prior."""
     from scipy.stats import norm, t
 
-    p = 0.5 + level / 2
-    return float(t.ppf(p, dof)) if dof else float(norm.ppf(p))
+    return t(dof) if dof else norm
 
 
 def false_block(noise: dict, max_error: float) -> float:
     """The chance that a right law's backtest misses by more than `max_error` (log loss; t at the band's dof)."""
-    from scipy.stats import norm, t
-
     if noise["sigma"] <= 0:
         return 0.0
-    x = math.log1p(max_error) / noise["sigma"]
-    dof = noise.get("dof")
-    return float(2.0 * (t.sf(x, dof) if dof else norm.sf(x)))
+    return float(2.0 * _band_distribution(noise.get("dof")).sf(math.log1p(max_error) / noise["sigma"]))
 
 
 def curve_backtest(points: pd.DataFrame, dep_dirs: dict[str, str], fit: FitSpec, backtest: dict) -> dict[str, Any]:

@@ -58,11 +58,13 @@ def seed_noise(points: pd.DataFrame) -> dict[str, Any]:
     measured = pooled_sigma(points)
     if measured is not None:
         sigma, sizes, runs = measured
-        return {"sigma": sigma, "source": "replicas", "replicated_sizes": sizes, "replica_runs": runs,
+        # dof: the pooled sigma's degrees of freedom (runs minus sizes), which the gate's band quantile needs
+        return {"sigma": sigma, "source": "replicas", "replicated_sizes": sizes, "replica_runs": runs, "dof": runs - sizes,
                 "text": f"seed spread measured on {runs} runs of {sizes} replicated sizes: sigma {sigma:.2%} per run"}
     tokens = float(finals["tokens"].max()) if not finals.empty else 1.0
     sigma = prior_sigma(tokens)
-    return {"sigma": sigma, "source": "prior", "replicated_sizes": 0, "replica_runs": 0, "largest_rung_tokens": tokens,
+    return {"sigma": sigma, "source": "prior", "replicated_sizes": 0, "replica_runs": 0, "dof": None,
+            "largest_rung_tokens": tokens,
             "text": f"one seed per size: the spread between seeds is unknown; the band assumes a prior of {sigma:.2%} per run "
                     "(measured replicas of the smoke and OLMo ladders, interpolated at the largest rung's tokens, "
                     "ladder/analysis/seeds.py); train replicas (RungSpec.replica) to measure it"}
