@@ -149,7 +149,7 @@ class WandbCallback:
 FINISHED_TEARDOWN_S = 120.0
 
 
-def _close_service(run_dir: str | None = None) -> None:
+def _close_service(run_dir: str) -> None:
     """Shut this process's wandb service connection now that its run is finished.
 
     Left open, wandb closes it in an atexit hook; a Ray worker's service is often gone by then, and
@@ -159,9 +159,8 @@ def _close_service(run_dir: str | None = None) -> None:
     import wandb
 
     if teardown_bounded(wandb, FINISHED_TEARDOWN_S):
-        where = f"`wandb sync {run_dir}`" if run_dir else "`wandb sync` on its run directory"
         print(f"warning: wandb's service had not exited {FINISHED_TEARDOWN_S:.0f} s after the run finished; stopped it "
-              f"(the metrics files are complete; {where} uploads anything the W&B run lacks)", file=sys.stderr)
+              f"(the metrics files are complete; `wandb sync {run_dir}` uploads anything the W&B run lacks)", file=sys.stderr)
 
 
 def make_callback(spec: Any, step_name: str, root: str | Path | None = None, mode: str | None = None,
