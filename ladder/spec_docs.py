@@ -97,6 +97,8 @@ FIELD_DOCS = {
     "DataSpec.domains": "the text domains and their mixture weights (DomainSpec)",
     "DataSpec.tokenizer": "bytes (the only tokenizer: 256 symbols, nothing to download)",
     "DataSpec.heldout_frac": "fraction of each domain held out for eval",
+    "DataSpec.final_eval_tokens": ("per domain, the final eval's sample (the number the laws fit and a hero is "
+                                   "scored on; 0: eval_tokens, the sample every eval reads)"),
     "DomainSpec.name": "the domain's name in eval metrics",
     "DomainSpec.source": "a built-in corpus (builtin:stdlib_py, builtin:pydoc_topics, builtin:kjv, "
                          "builtin:web_bible) or a local file or folder",

@@ -23,7 +23,7 @@ COSMETIC_FIELDS = frozenset({"description", "notes", "wandb", "resources", "root
 HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_latent": 0, "shared_d_ff": 0,
                          "curve_fit": "auto", "baseline": "none", "baseline_flops_per_step": {},
                          "advisory": False, "budget": 0.0, "accept_single_seed": False, "require_replicas": False,
-                         "n_evals": 10, "n_checkpoints": 10,
+                         "n_evals": 10, "n_checkpoints": 10, "final_eval_tokens": 0,
                          # Not the field's default: "head" is what runs before the field computed, so they keep
                          # their addresses under it, and the default "spread" moves every step to a new one.
                          "eval_sample": "head",

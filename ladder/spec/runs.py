@@ -155,6 +155,10 @@ class DataSpec:
     heldout_frac: float = 0.05
     eval_tokens: int = 32_768  # per domain
     eval_sample: str = "spread"  # eval windows: spread (evenly over each held-out stream) | head (its start)
+    # Tokens per domain the final eval reads (the number every law fits and a hero is scored on); 0: the
+    # same eval_tokens as every other eval. A fixed 32K sample can sit off its split by an amount that
+    # moves with scale (experiments/tiny.py), and only the final eval is fitted, so it can afford more.
+    final_eval_tokens: int = 0
 
 
 # Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).

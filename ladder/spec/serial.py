@@ -64,4 +64,5 @@ def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
         eval_tokens=d.get("eval_tokens", 32_768),
         # A config written before the field existed was evaluated on the head of each held-out stream.
         eval_sample=d.get("eval_sample", "head"),
+        final_eval_tokens=d.get("final_eval_tokens", 0),
     )

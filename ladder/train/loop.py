@@ -38,6 +38,7 @@ from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_f
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
 from ladder.train.data import Mixture
+from ladder.train.evaluate import final_eval_tokens, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
 from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
@@ -46,11 +47,6 @@ from ladder.train.model import build
 from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
 from ladder.train.parallel import plan
 from ladder.train.sigterm import Sigterm
-
-# Eval windows go through the model in calls of at least this many tokens (a whole number of training
-# batches, so they still split over the devices): a small rung's batch of 3 windows made its evals
-# hundreds of tiny calls.
-EVAL_TOKENS_PER_CALL = 8192
 
 
 class Diverged(RuntimeError):
@@ -200,34 +196,7 @@ def train(
         def wall() -> float:
             return wall_offset + time.perf_counter() - t_start
 
-        eval_rows = batch * max(1, EVAL_TOKENS_PER_CALL // (batch * seq))
-
-        def run_eval(p, b, step: int) -> dict:
-            row = {"step": step, "tokens": step * tokens_per_step, "flops": step * tokens_per_step * fpt}
-            tot_loss, tot_bpb = 0.0, 0.0
-            for i, dom in enumerate(mixture.domains):
-                windows = mixture.eval_windows(i, data.eval_tokens)
-                n = windows.shape[0]
-                calls = -(-n // eval_rows)
-                rows = -(-n // (calls * batch)) * batch  # as few calls, the least padding
-                pad = (-n) % rows
-                w = np.concatenate([np.ones(n, np.float32), np.zeros(pad, np.float32)])
-                windows = np.concatenate([windows, np.zeros((pad, seq + 1), np.int32)])
-                s_nll, s_cnt = 0.0, 0.0
-                for j in range(0, windows.shape[0], rows):
-                    a, c = eval_fn(p, b, windows[j : j + rows], w[j : j + rows])
-                    s_nll += float(a)
-                    s_cnt += float(c)
-                loss = s_nll / max(s_cnt, 1.0)
-                n_bytes = mixture.tokenizer.n_bytes(windows[:n, 1:])
-                bpb = s_nll / math.log(2) / max(n_bytes, 1)
-                row[f"eval_loss/{dom.name}"] = loss
-                row[f"bpb/{dom.name}"] = bpb
-                tot_loss += mixture.weights[i] * loss
-                tot_bpb += mixture.weights[i] * bpb
-            row["eval_loss"] = tot_loss
-            row["bpb"] = tot_bpb
-            return row
+        run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt)
 
         def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):
             """Run steps first..end-1; on_rows(list of per-step metric dicts) after each chunk.
@@ -332,7 +301,7 @@ def train(
             elif stopping():
                 return
             else:
-                ev = run_eval(p2, b2, end_b)
+                ev = run_eval(p2, b2, end_b, final_eval_tokens(data))  # a branch's final is fitted too
                 tail = [c[2] for c in curve[-max(1, min(len(curve), rung.log_every)) :]]
                 rec.update(status="SUCCESS", final_eval_loss=ev["eval_loss"], final_train_loss=float(np.mean(tail)),
                            final_eval_loss_by_domain={d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains},
@@ -368,7 +337,7 @@ def train(
                     return {"status": "INTERRUPTED", "steps": s}
                 s = bnd
                 if s % eval_every == 0 or s == stop:
-                    row = run_eval(params, bias, s)
+                    row = run_eval(params, bias, s, data.eval_tokens)
                     eval_w.write(row)
                     state["eval"] = row
                     call_hooks(callbacks, "on_eval", s, row)
@@ -380,6 +349,9 @@ def train(
         finally:
             sigterm.uninstall()
 
+        if failed_step is None and s == total_steps and data.final_eval_tokens:
+            # The number the laws fit, on its larger sample; a finished run resumed here reads it again.
+            state["final_eval"] = run_eval(params, bias, s, final_eval_tokens(data))
         result = summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
                          fpt, wall(), branch_rows, s, layout)
         if failed_step is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ladder.executor.hashing import config_diff, format_diff, hashed_config
+from ladder.train.evaluate import final_eval_tokens
 from ladder.train.metrics import read_jsonl
 
 
@@ -50,7 +51,7 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
     m = rung.model
     all_rows = read_jsonl(metrics_w.path)
     tail = [r["loss"] for r in all_rows[-5:] if _finite(r.get("loss"))]
-    ev = state["eval"]
+    ev = state.get("final_eval") or state["eval"]
     done_step = failed_step - 1 if failed_step is not None else step
     res = {
         "name": rung.name,
@@ -61,6 +62,9 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         "final_eval_loss_by_domain": {d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains} if ev else {},
         "final_bpb": ev["bpb"] if ev else None,
         "final_bpb_by_domain": {d.name: ev[f"bpb/{d.name}"] for d in mixture.domains} if ev else {},
+        # The final's sample: eval.jsonl's last row is on eval_tokens, like the curve before it.
+        "final_eval_tokens": final_eval_tokens(data) if state.get("final_eval") else int(data.eval_tokens),
+        "final_sample_eval_loss": state["eval"]["eval_loss"] if state.get("final_eval") and state["eval"] else None,
         "params_total": m.params_total,
         "params_active": m.params_active,
         "params_non_embedding": m.params_non_embedding,

@@ -1,0 +1,56 @@
+"""Held-out evals of a training run: every domain's loss and bits per byte, and their mixture means."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ladder.spec import DataSpec
+from ladder.train.data import Mixture
+
+# Eval windows go through the model in calls of at least this many tokens (a whole number of training
+# batches, so they still split over the devices): a small rung's batch of 3 windows made its evals
+# hundreds of tiny calls.
+EVAL_TOKENS_PER_CALL = 8192
+
+
+def final_eval_tokens(data: DataSpec) -> int:
+    """Tokens per domain the final eval reads (``data.final_eval_tokens``, 0 for ``data.eval_tokens``)."""
+    return int(data.final_eval_tokens) or int(data.eval_tokens)
+
+
+def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt: float) -> Callable[..., dict]:
+    """``run_eval(params, bias, step, eval_tokens)``: the eval row for ``step`` on ``eval_tokens`` a domain."""
+    eval_rows = batch * max(1, EVAL_TOKENS_PER_CALL // (batch * seq))
+    tokens_per_step = batch * seq
+
+    def run_eval(p, b, step: int, eval_tokens: int) -> dict:
+        row = {"step": step, "tokens": step * tokens_per_step, "flops": step * tokens_per_step * fpt}
+        tot_loss, tot_bpb = 0.0, 0.0
+        for i, dom in enumerate(mixture.domains):
+            windows = mixture.eval_windows(i, eval_tokens)
+            n = windows.shape[0]
+            calls = -(-n // eval_rows)
+            rows = -(-n // (calls * batch)) * batch  # as few calls, the least padding
+            pad = (-n) % rows
+            w = np.concatenate([np.ones(n, np.float32), np.zeros(pad, np.float32)])
+            windows = np.concatenate([windows, np.zeros((pad, seq + 1), np.int32)])
+            s_nll, s_cnt = 0.0, 0.0
+            for j in range(0, windows.shape[0], rows):
+                a, c = eval_fn(p, b, windows[j : j + rows], w[j : j + rows])
+                s_nll += float(a)
+                s_cnt += float(c)
+            loss = s_nll / max(s_cnt, 1.0)
+            n_bytes = mixture.tokenizer.n_bytes(windows[:n, 1:])
+            bpb = s_nll / math.log(2) / max(n_bytes, 1)
+            row[f"eval_loss/{dom.name}"] = loss
+            row[f"bpb/{dom.name}"] = bpb
+            tot_loss += mixture.weights[i] * loss
+            tot_bpb += mixture.weights[i] * bpb
+        row["eval_loss"] = tot_loss
+        row["bpb"] = tot_bpb
+        return row
+
+    return run_eval
