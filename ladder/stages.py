@@ -318,9 +318,11 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     else:
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
     from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
+    from ladder.train.evaluate import hero_data
 
     compile_cache.enable(out_dir)
-    return train(rung, spec.data, out_dir, max_steps=max_steps)
+    data = hero_data(spec.data) if spec.hero is not None and rung_name == spec.hero.name else spec.data
+    return train(rung, data, out_dir, max_steps=max_steps)
 
 
 def build_report(spec: LadderSpec) -> tuple[dict, str | None]:

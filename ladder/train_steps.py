@@ -8,6 +8,7 @@ import hashlib
 from typing import Any
 
 from ladder.spec import LadderSpec, RungSpec, to_dict
+from ladder.train.evaluate import hero_data
 
 TRAIN_FN = "ladder.stages:train_step"
 # The packages whose versions a step's numbers depend on: part of its hash (config["inputs"]).
@@ -33,7 +34,7 @@ def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
         "role": role,
         "ladder": spec.name,
         "rung": to_dict(run),
-        "data": to_dict(spec.data),
+        "data": to_dict(hero_data(spec.data) if role == "hero" else spec.data),
         "wandb": to_dict(spec.wandb),
         "inputs": step_inputs(TRAIN_PACKAGES, spec.data),
     }

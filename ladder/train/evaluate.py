@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -19,6 +20,12 @@ EVAL_TOKENS_PER_CALL = 8192
 def final_eval_tokens(data: DataSpec) -> int:
     """Tokens per domain the final eval reads (``data.final_eval_tokens``, 0 for ``data.eval_tokens``)."""
     return int(data.final_eval_tokens) or int(data.eval_tokens)
+
+
+def hero_data(data: DataSpec) -> DataSpec:
+    """The hero's data: every one of its evals reads the final's sample, because each is set against
+    the forecast (the live snapshots, the report's recorded points), which is on the final's scale."""
+    return dataclasses.replace(data, eval_tokens=final_eval_tokens(data)) if data.final_eval_tokens else data
 
 
 def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt: float) -> Callable[..., dict]:

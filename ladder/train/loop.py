@@ -349,7 +349,7 @@ def train(
         finally:
             sigterm.uninstall()
 
-        if failed_step is None and s == total_steps and data.final_eval_tokens:
+        if failed_step is None and s == total_steps and final_eval_tokens(data) != data.eval_tokens:
             # The number the laws fit, on its larger sample; a finished run resumed here reads it again.
             state["final_eval"] = run_eval(params, bias, s, final_eval_tokens(data))
         result = summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
