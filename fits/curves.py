@@ -57,7 +57,10 @@ class MultiPowerLaw:
     def predict(self, step, lr, at=None) -> np.ndarray:
         """Loss at each step of `at` (default: the given steps) for the schedule (step, lr)."""
         c = prepare_curve(step, lr, None, at=at, law="multipower", warmup=self.warmup, block=self.block)
-        theta = np.log([getattr(self, k) for k in MULTIPOWER_PARAMS])
+        # A parameter the fit drove below float range is stored as 0: its log is exactly -inf, and the law
+        # gives that parameter's limit, so the division by zero is no error (it warned on every predict).
+        with np.errstate(divide="ignore"):
+            theta = np.log([getattr(self, k) for k in MULTIPOWER_PARAMS])
         return np.exp(_mpl_logpred(theta, c)[0])
 
 
@@ -79,7 +82,8 @@ class TissueLaw:
 
     def predict(self, step, lr, at=None) -> np.ndarray:
         c = prepare_curve(step, lr, None, at=at, law="tissue", warmup=self.warmup, lam=self.lam)
-        theta = np.log([getattr(self, k) for k in TISSUE_PARAMS])
+        with np.errstate(divide="ignore"):  # a parameter stored as 0, as in MultiPowerLaw.predict
+            theta = np.log([getattr(self, k) for k in TISSUE_PARAMS])
         return np.exp(_tissue_logpred(theta, c)[0])
 
 

@@ -200,3 +200,18 @@ def test_a_drop_to_an_lr_of_exactly_zero_is_the_limit_of_a_vanishing_lr_with_a_f
     lp_limit, J_limit = _mpl_logpred(theta, prepared(1e-60), True)
     np.testing.assert_allclose(lp, lp_limit, rtol=1e-12)
     np.testing.assert_allclose(J, J_limit, rtol=1e-6, atol=1e-12)
+
+
+def test_a_parameter_stored_as_0_predicts_its_limit_without_a_warning():
+    """A fit that drives gamma below float range stores 0.0 (seen on a default-ladder draw's curve law)."""
+    import warnings
+
+    s, lr = _cosine(3000)
+    at = np.arange(250, 3001, 50)
+    law = dict(L0=0.81, A=1.7, alpha=0.22, B=9.6e7, C=6.25, beta=2.8e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        at_0 = MultiPowerLaw(**law, gamma=0.0).predict(s, lr, at=at)
+        tissue = TissueLaw(L0=2.0, A=0.5, alpha=0.4, C=0.0).predict(s, lr, at=at)
+    assert np.all(np.isfinite(at_0)) and np.all(np.isfinite(tissue))
+    np.testing.assert_allclose(at_0, MultiPowerLaw(**law, gamma=1e-300).predict(s, lr, at=at), rtol=1e-12)
