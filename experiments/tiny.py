@@ -195,6 +195,19 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   heroes equal the AVX-512 draws' within 0.3%; the size means moved by up to 1.4% (seed noise), and
   the extrapolation carried that to 1.1-2.2% in the predictions. Ten recorded heroes of this recipe:
   mean -0.69%, sd 1.21%.
+- The final eval on 1,024 windows a domain (final_eval_tokens), the hero's every eval too. Every
+  stored draw's checkpoints re-read on every held-out window: the shared 256-window sample sat 0.65-0.76%
+  above the whole split at sizes 1-4, 1.0% at rung_5, 1.2% at the hero (code -1.2..-1.6% -> -2.0%,
+  bible_web +0.7 -> -0.1%), in all six draws; 1,024 windows sit within 0.14% at every size. Chosen on
+  the rungs, before any hero was scored on it (pre-registered). Re-measured, not blind: seeds 0, 1, 2
+  (AVX-512) backtests -0.83%, +2.63%, -0.94%, gates pass, heroes -1.21%, -1.21%, +0.24%; the third
+  rounding's -2.92%, -2.01%, -1.29%. New draws, pre-registered, seeds 6, 7, 8: backtests +1.46% (passes,
+  hero -2.22% inside 1.2708 [1.2225, 1.3211] against 1.2997), +4.47% and +4.91% (BLOCKED: bands 4.25%
+  and 2.36%, replicas at 0.62% and 0.31% a run; on the old sample they block too, +4.38% and +4.05%),
+  forced heroes -0.44% and -1.34%, inside intervals 15.0% and 17.1% wide. Nine heroes on 1,024 windows:
+  mean -1.38%, sd 0.94%. The local log-log slope of the size means flattens, -0.109 / -0.104 / -0.109
+  between sizes 1-4, -0.097 from rung_4 to rung_5, -0.087 (sd 0.005) from rung_5 to the hero; the law
+  extrapolates nearly the rung_4-rung_5 slope, which is the under-prediction.
 """
 
 from ladder.recipe import Recipe
