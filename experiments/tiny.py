@@ -206,7 +206,7 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   and 2.36%, replicas at 0.62% and 0.31% a run; on the old sample they block too, +4.38% and +4.05%),
   forced heroes -0.44% and -1.34%, inside intervals 15.0% and 17.1% wide. Nine heroes on 1,024 windows:
   mean -1.38%, sd 0.94%. The local log-log slope of the size means flattens, -0.109 / -0.104 / -0.109
-  between sizes 1-4, -0.097 from rung_4 to rung_5, -0.087 (sd 0.005) from rung_5 to the hero; the law
+  between sizes 1-4, -0.097 from rung_4 to rung_5, -0.087 (sd 0.004) from rung_5 to the hero; the law
   extrapolates nearly the rung_4-rung_5 slope, which is the under-prediction.
 """
 
