@@ -21,7 +21,7 @@ from pathlib import Path
 from ladder import layout
 from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
 from ladder.step_io import local_dirs
-from ladder.train_steps import step_inputs, train_config, training_step
+from ladder.train_steps import run_data, step_inputs, train_config, training_step
 
 FIT_FN = "ladder.stages:fit_step"
 PREDICT_FN = "ladder.stages:predict_step"
@@ -318,11 +318,10 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     else:
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
     from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
-    from ladder.train.evaluate import hero_data
 
     compile_cache.enable(out_dir)
-    data = hero_data(spec.data) if spec.hero is not None and rung_name == spec.hero.name else spec.data
-    return train(rung, data, out_dir, max_steps=max_steps)
+    role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
+    return train(rung, run_data(spec, role), out_dir, max_steps=max_steps)
 
 
 def build_report(spec: LadderSpec) -> tuple[dict, str | None]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ladder.spec import LadderSpec, RungSpec, to_dict
+from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
 from ladder.train.evaluate import hero_data
 
 TRAIN_FN = "ladder.stages:train_step"
@@ -34,10 +34,15 @@ def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
         "role": role,
         "ladder": spec.name,
         "rung": to_dict(run),
-        "data": to_dict(hero_data(spec.data) if role == "hero" else spec.data),
+        "data": to_dict(run_data(spec, role)),
         "wandb": to_dict(spec.wandb),
         "inputs": step_inputs(TRAIN_PACKAGES, spec.data),
     }
+
+
+def run_data(spec: LadderSpec, role: str) -> DataSpec:
+    """The data a run trains and evaluates on: the hero's evals all read the final's sample."""
+    return hero_data(spec.data) if role == "hero" else spec.data
 
 
 def task_resources(run: RungSpec) -> dict[str, Any]:

@@ -198,9 +198,9 @@ def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path |
     _number_in(problems, f"{path}.heldout_frac", d.heldout_frac, 0, 0.5, lo_open=True)
     _positive_int(problems, f"{path}.eval_tokens", d.eval_tokens)
     _choice(problems, f"{path}.eval_sample", d.eval_sample, ("spread", "head"))
-    if not isinstance(d.final_eval_tokens, int) or isinstance(d.final_eval_tokens, bool) or d.final_eval_tokens < 0:
-        problems.append(f"{path}.final_eval_tokens: {d.final_eval_tokens!r} is not a whole number >= 0; "
-                        "give the tokens per domain the final eval reads, or 0 for eval_tokens")
+    if (_check_type(problems, f"{path}.final_eval_tokens", d.final_eval_tokens, (int,), "a non-negative integer")
+            and d.final_eval_tokens < 0):
+        problems.append(f"{path}.final_eval_tokens: must be >= 0 (0: eval_tokens), got {d.final_eval_tokens}")
 
 
 def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:

@@ -25,7 +25,7 @@ def final_eval_tokens(data: DataSpec) -> int:
 def hero_data(data: DataSpec) -> DataSpec:
     """The hero's data: every one of its evals reads the final's sample, because each is set against
     the forecast (the live snapshots, the report's recorded points), which is on the final's scale."""
-    return dataclasses.replace(data, eval_tokens=final_eval_tokens(data)) if data.final_eval_tokens else data
+    return dataclasses.replace(data, eval_tokens=final_eval_tokens(data))
 
 
 def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt: float) -> Callable[..., dict]:
