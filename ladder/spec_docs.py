@@ -99,6 +99,8 @@ FIELD_DOCS = {
     "DataSpec.heldout_frac": "fraction of each domain held out for eval",
     "DataSpec.final_eval_tokens": ("per domain, the final eval's sample (the number the laws fit and a hero is "
                                    "scored on; 0: eval_tokens, the sample every eval reads)"),
+    "DataSpec.eval_dropless": ("MoE evals compute every token's experts (True) or use the training's capacity "
+                               "dispatch, which drops a window's late tokens' expert outputs (False)"),
     "DomainSpec.name": "the domain's name in eval metrics",
     "DomainSpec.source": "a built-in corpus (builtin:stdlib_py, builtin:pydoc_topics, builtin:kjv, "
                          "builtin:web_bible) or a local file or folder",

@@ -27,6 +27,8 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # Not the field's default: "head" is what runs before the field computed, so they keep
                          # their addresses under it, and the default "spread" moves every step to a new one.
                          "eval_sample": "head",
+                         # Likewise: runs from before the field evaluated with capacity dispatch.
+                         "eval_dropless": False,
                          # Likewise: a gate from before the field blocked on the threshold alone.
                          "backtest_rule": "threshold"}
 

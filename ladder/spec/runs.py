@@ -159,6 +159,11 @@ class DataSpec:
     # same eval_tokens as every other eval. A fixed 32K sample can sit off its split by an amount that
     # moves with scale (experiments/tiny.py), and only the final eval is fitted, so it can afford more.
     final_eval_tokens: int = 0
+    # Evals of a mixture-of-experts model compute every token's experts (dropless, as Marin reports its
+    # eval_dropless loss). Capacity dispatch fills each expert's slots in token order, so at eval a window's
+    # last tokens lost their expert output: the loss rose over the last ~24 of 128 positions, and the
+    # more so at larger sizes (experiments/tiny.py). Training keeps capacity dispatch.
+    eval_dropless: bool = True
 
 
 # Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).

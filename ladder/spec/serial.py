@@ -65,4 +65,6 @@ def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
         # A config written before the field existed was evaluated on the head of each held-out stream.
         eval_sample=d.get("eval_sample", "head"),
         final_eval_tokens=d.get("final_eval_tokens", 0),
+        # Likewise a config from before this field evaluated with capacity dispatch.
+        eval_dropless=d.get("eval_dropless", False),
     )

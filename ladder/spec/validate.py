@@ -201,6 +201,7 @@ def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path |
     if (_check_type(problems, f"{path}.final_eval_tokens", d.final_eval_tokens, (int,), "a non-negative integer")
             and d.final_eval_tokens < 0):
         problems.append(f"{path}.final_eval_tokens: must be >= 0 (0: eval_tokens), got {d.final_eval_tokens}")
+    _check_type(problems, f"{path}.eval_dropless", d.eval_dropless, (bool,), "True or False")
 
 
 def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ladder.spec import DataSpec
 from ladder.train.data import Mixture
+from ladder.train.model import Functional, build
 
 # Eval windows go through the model in calls of at least this many tokens (a whole number of training
 # batches, so they still split over the devices): a small rung's batch of 3 windows made its evals
@@ -26,6 +27,14 @@ def hero_data(data: DataSpec) -> DataSpec:
     """The hero's data: every one of its evals reads the final's sample, because each is set against
     the forecast (the live snapshots, the report's recorded points), which is on the final's scale."""
     return dataclasses.replace(data, eval_tokens=final_eval_tokens(data))
+
+
+def eval_model(fm: Functional, data: DataSpec, seed: int) -> Functional:
+    """The model the evals run: the trained one, or for a mixture of experts under ``data.eval_dropless``
+    the same parameters with every token's experts computed (dense dispatch, no capacity)."""
+    if not (data.eval_dropless and fm.spec.is_moe):
+        return fm
+    return build(fm.spec, seed, dispatch="dense")
 
 
 def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt: float) -> Callable[..., dict]:

@@ -38,7 +38,7 @@ from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_f
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
 from ladder.train.data import Mixture
-from ladder.train.evaluate import final_eval_tokens, make_run_eval
+from ladder.train.evaluate import eval_model, final_eval_tokens, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
 from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
@@ -161,7 +161,7 @@ def train(
         write_json_lines(out / "branches.jsonl", branch_rows)
 
         chunk_fn = make_train_chunk(fm, opt, mults, layout, k)
-        eval_fn = make_eval(fm, layout)
+        eval_fn = make_eval(eval_model(fm, data, seed), layout)
         peak = measured_peak_flops(dtype=rung.model.compute_dtype)
         detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
         bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None

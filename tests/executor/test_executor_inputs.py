@@ -103,11 +103,12 @@ def test_the_heros_hash_covers_the_prediction_but_a_rung_rerun_does_not_retrain_
 def test_a_ladder_of_the_last_release_keeps_its_directories_until_an_input_changes(tmp_path):
     root = tmp_path / "runs"
     # The last release evaluated on the head of each held-out stream; the default now spreads the windows,
-    # a different computation, so every step moves, and only eval_sample="head" finds the old directories.
+    # a different computation, so every step moves, and only eval_sample="head" finds the old directories
+    # (with eval_dropless=False: its evals of a mixture of experts used the training's capacity dispatch).
     spread = Executor(str(root), "smoke").graph(stages.build_steps(smoke(root=str(root))))
     assert all(spread[n].short != h for n, h in LAST_RELEASE.items())
     # Likewise the gate: the last release blocked on the threshold alone (gate.backtest_rule="threshold").
-    spec = smoke(root=str(root), data=dataclasses.replace(load_spec(SMOKE).data, eval_sample="head"),
+    spec = smoke(root=str(root), data=dataclasses.replace(load_spec(SMOKE).data, eval_sample="head", eval_dropless=False),
                  gate=dataclasses.replace(load_spec(SMOKE).gate, backtest_rule="threshold"))
     for name, h in LAST_RELEASE.items():  # what the last release left: finished step directories
         d = root / "smoke" / f"{name}-{h}"
