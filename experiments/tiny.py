@@ -221,7 +221,7 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   [1.2237, 1.2872] against 1.2907, outside) and -2.70% (1.2501 [1.2153, 1.2859] against 1.2848,
   inside). Eleven heroes dropless: mean -1.68%, sd 1.08%, 9 of 11 inside. The local slope from rung_5
   to the hero is -0.087 in every domain (code -0.087, both Bibles -0.088, sd 0.003-0.005), and no
-  position bucket is spared (positions 4-16 flatten from -0.09..-0.11 to -0.06..-0.07): the bend is
+  position bucket is spared (seed 6, capacity eval: positions 4-16 flatten from -0.09..-0.11 to -0.06..-0.07): the bend is
   not one domain's floor nor the context's. A floor pooled from the other eight draws' rungs (E 0.32,
   leave-one-draw-out) narrows the 4.1x backtests' spread from 2.2% to 0.9% but moves the heroes the
   wrong way (-1.78% mean): the rungs do not see the bend.
