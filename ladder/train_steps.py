@@ -8,7 +8,6 @@ import hashlib
 from typing import Any
 
 from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
-from ladder.train.evaluate import hero_data
 
 TRAIN_FN = "ladder.stages:train_step"
 # The packages whose versions a step's numbers depend on: part of its hash (config["inputs"]).
@@ -42,7 +41,7 @@ def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
 
 def run_data(spec: LadderSpec, role: str) -> DataSpec:
     """The data a run trains and evaluates on: the hero's evals all read the final's sample."""
-    return hero_data(spec.data) if role == "hero" else spec.data
+    return spec.data.for_hero() if role == "hero" else spec.data
 
 
 def task_resources(run: RungSpec) -> dict[str, Any]:

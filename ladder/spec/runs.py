@@ -4,7 +4,7 @@ and of the whole ladder (LadderSpec)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .model import ModelSpec, Rule
@@ -164,6 +164,16 @@ class DataSpec:
     # last tokens lost their expert output: the loss rose over the last ~24 of 128 positions, and the
     # more so at larger sizes (experiments/tiny.py). Training keeps capacity dispatch.
     eval_dropless: bool = True
+
+    @property
+    def final_tokens(self) -> int:
+        """Tokens per domain the final eval reads (``final_eval_tokens``, 0 for ``eval_tokens``)."""
+        return int(self.final_eval_tokens) or int(self.eval_tokens)
+
+    def for_hero(self) -> DataSpec:
+        """The hero's data: every one of its evals reads the final's sample, because each is set against
+        the forecast (the live snapshots, the report's recorded points), which is on the final's scale."""
+        return replace(self, eval_tokens=self.final_tokens)
 
 
 # Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).

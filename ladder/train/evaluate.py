@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 
@@ -16,17 +15,6 @@ from ladder.train.model import Functional, build
 # batches, so they still split over the devices): a small rung's batch of 3 windows made its evals
 # hundreds of tiny calls.
 EVAL_TOKENS_PER_CALL = 8192
-
-
-def final_eval_tokens(data: DataSpec) -> int:
-    """Tokens per domain the final eval reads (``data.final_eval_tokens``, 0 for ``data.eval_tokens``)."""
-    return int(data.final_eval_tokens) or int(data.eval_tokens)
-
-
-def hero_data(data: DataSpec) -> DataSpec:
-    """The hero's data: every one of its evals reads the final's sample, because each is set against
-    the forecast (the live snapshots, the report's recorded points), which is on the final's scale."""
-    return dataclasses.replace(data, eval_tokens=final_eval_tokens(data))
 
 
 def eval_model(fm: Functional, data: DataSpec, seed: int) -> Functional:

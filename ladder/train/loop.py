@@ -38,7 +38,7 @@ from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_f
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
 from ladder.train.data import Mixture
-from ladder.train.evaluate import eval_model, final_eval_tokens, make_run_eval
+from ladder.train.evaluate import eval_model, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
 from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
@@ -301,7 +301,7 @@ def train(
             elif stopping():
                 return
             else:
-                ev = run_eval(p2, b2, end_b, final_eval_tokens(data))  # a branch's final is fitted too
+                ev = run_eval(p2, b2, end_b, data.final_tokens)  # a branch's final is fitted too
                 tail = [c[2] for c in curve[-max(1, min(len(curve), rung.log_every)) :]]
                 rec.update(status="SUCCESS", final_eval_loss=ev["eval_loss"], final_train_loss=float(np.mean(tail)),
                            final_eval_loss_by_domain={d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains},
@@ -349,9 +349,9 @@ def train(
         finally:
             sigterm.uninstall()
 
-        if failed_step is None and s == total_steps and final_eval_tokens(data) != data.eval_tokens:
+        if failed_step is None and s == total_steps and data.final_tokens != data.eval_tokens:
             # The number the laws fit, on its larger sample; a finished run resumed here reads it again.
-            state["final_eval"] = run_eval(params, bias, s, final_eval_tokens(data))
+            state["final_eval"] = run_eval(params, bias, s, data.final_tokens)
         result = summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
                          fpt, wall(), branch_rows, s, layout)
         if failed_step is not None:

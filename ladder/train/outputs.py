@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from ladder.executor.hashing import config_diff, format_diff, hashed_config
-from ladder.train.evaluate import final_eval_tokens
 from ladder.train.metrics import read_jsonl
 
 
@@ -63,7 +62,7 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         "final_bpb": ev["bpb"] if ev else None,
         "final_bpb_by_domain": {d.name: ev[f"bpb/{d.name}"] for d in mixture.domains} if ev else {},
         # The final's sample: eval.jsonl's last row is on eval_tokens, like the curve before it.
-        "final_eval_tokens": final_eval_tokens(data) if state.get("final_eval") else int(data.eval_tokens),
+        "final_eval_tokens": data.final_tokens if state.get("final_eval") else int(data.eval_tokens),
         "final_sample_eval_loss": state["eval"]["eval_loss"] if state.get("final_eval") and state["eval"] else None,
         "params_total": m.params_total,
         "params_active": m.params_active,

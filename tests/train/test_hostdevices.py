@@ -48,6 +48,17 @@ def test_worker_env_only_for_runs_that_split(monkeypatch):
     assert hostdevices.worker_env(Resources(cpus=2.0)) == {}
 
 
+def test_the_cli_and_the_step_builders_start_without_jax():
+    # `ladder train` and the executor set XLA's device flag after importing these and before JAX starts:
+    # one top-level import of a JAX module here (train_steps once took hero_data from train/evaluate.py)
+    # left every 2-CPU `ladder train` on one device, silently.
+    code = ("import sys, ladder.cli, ladder.stages, ladder.train_steps, ladder.train.hostdevices; "
+            "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
+
+
 @pytest.mark.slow
 def test_ladder_train_splits_a_two_cpu_run(tmp_path):
     from conftest import ladder_train
