@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,10 @@ def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, 
     sid = _session_of(pid)
     node = next((n for n, s in node_sids.items() if s == sid), None)
     assert node in ("worker_1", "worker_2"), f"rung_1 ran in session {sid}, not on a worker node ({node_sids})"
+    # Frozen first: kill-node takes seconds on a loaded machine, and rung_1 (about 20 s of training) once
+    # finished in that window, so the node died idle and nothing was retried (a CI run on record).
+    os.kill(pid, signal.SIGSTOP)
+    assert read_status(r1)["status"] == "RUNNING", "rung_1 finished before the test could stop it"
     ckpt = max(checkpoint_steps(r1))
     sh("kill-node", node.split("_")[1])
     assert _session_of(pid) is None, "the killed node's worker is still alive"
