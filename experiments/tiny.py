@@ -225,6 +225,12 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   not one domain's floor nor the context's. A floor pooled from the other eight draws' rungs (E 0.32,
   leave-one-draw-out) narrows the 4.1x backtests' spread from 2.2% to 0.9% but moves the heroes the
   wrong way (-1.78% mean): the rungs do not see the bend.
+- Three draws on the AVX2 EPYC under the current code, pre-registered (seeds 12, 13, 14, never drawn
+  before): backtests +0.20%, +4.12% (BLOCKED, band -3.22% / +3.33%, replicas at 0.45% a run) and
+  -1.21%; heroes at 4.3x -0.97% (1.2764 [1.2490, 1.3044] against 1.2889), -2.17% (forced; 1.2689
+  [1.1832, 1.3607] against 1.2969) and -1.69% (1.2689 [1.2271, 1.3121] against 1.2907), all inside.
+  Fourteen heroes on the current measurement: mean -1.67%, sd 0.98%, 7 within 1.5%. `ladder submit`
+  652 and 657 s for the passing draws there (rungs 328-343 s, fit 16-18 s, hero 283-288 s).
 """
 
 from ladder.recipe import Recipe
