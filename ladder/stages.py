@@ -312,7 +312,7 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     from ladder.train.mirror import is_remote
 
     rung = placed(spec).rung(rung_name)
-    hostdevices.apply_here(rung.resources)
+    hostdevices.apply_here(rung.resources, rung.name)
     if is_remote(spec.root):
         out_dir = f"{spec.root.rstrip('/')}/{spec.name}/train-{rung_name}"
     else:

@@ -44,7 +44,16 @@ def worker_env(res: Resources) -> dict[str, str]:
     return {"XLA_FLAGS": wanted} if wanted != current else {}
 
 
-def apply_here(res: Resources) -> None:
-    """Set this process's XLA_FLAGS for ``res``, unless JAX is already imported (too late to matter)."""
-    if "jax" not in sys.modules:
-        os.environ.update(worker_env(res))
+def apply_here(res: Resources, name: str = "run") -> bool:
+    """Set this process's XLA_FLAGS for ``res``; False, with one line on stderr, when JAX had already
+    started (the flag would do nothing then, and the run would train on fewer devices than it says)."""
+    env = worker_env(res)
+    if not env:
+        return True
+    if "jax" in sys.modules:
+        print(f"[ladder.train] {name}: JAX was imported before this run could split into "
+              f"{host_device_count(res)} host devices, so it trains on the devices JAX has; to split it, set "
+              f"XLA_FLAGS={env['XLA_FLAGS']} before importing jax", file=sys.stderr, flush=True)
+        return False
+    os.environ.update(env)
+    return True

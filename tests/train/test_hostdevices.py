@@ -59,6 +59,18 @@ def test_the_cli_and_the_step_builders_start_without_jax():
     assert proc.stdout.strip() == "[]"
 
 
+def test_a_split_asked_for_after_jax_started_says_so():
+    code = ("import os, jax; from ladder.spec import Resources; from ladder.train import hostdevices; "
+            "print(hostdevices.apply_here(Resources(cpus=1.0)), hostdevices.apply_here(Resources(cpus=2.0), 'hero'), "
+            "os.environ.get('XLA_FLAGS'))")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "False", "None"]  # nothing to do for one CPU; too late for two
+    assert "hero: JAX was imported before this run could split into 2 host devices" in proc.stderr
+    assert f"XLA_FLAGS={hostdevices.FLAG}=2 before importing jax" in proc.stderr
+
+
 @pytest.mark.slow
 def test_ladder_train_splits_a_two_cpu_run(tmp_path):
     from conftest import ladder_train
