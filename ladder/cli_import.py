@@ -1,0 +1,82 @@
+"""`ladder import-results`: record runs trained elsewhere (a CSV of finals or curves, or a W&B project)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ladder.cli_base import UserError, _spec, set_option, spec_argument
+from ladder.cli_options import example, json_option, root_option
+
+
+@click.command("import-results", epilog=example(
+    "ladder import-results experiments/marin_moe_535b.py rungs.csv",
+    "ladder import-results experiments/marin_moe_535b.py rungs.csv --root runs --json",
+    "ladder import-results experiments/tiny.py --from-wandb my-team/scaling-ladder --curves",
+))
+@spec_argument
+@click.argument("results_csv", metavar="[RESULTS.csv]", type=click.Path(dir_okay=False), required=False)
+@click.option("--from-wandb", "from_wandb", default=None, metavar="ENTITY/PROJECT",
+              help="Read the runs from a W&B project (online, needs `wandb login`) instead of RESULTS.csv.")
+@click.option("--metric", default=None, metavar="KEY",
+              help="With --from-wandb: the summary/history key read as the loss (default: final_eval_loss, eval/loss, "
+                   "eval_loss, eval/lm_loss, the first a run has).")
+@click.option("--curves", is_flag=True, help="With --from-wandb: import each run's whole eval curve, not its final.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              help="With --from-wandb: seconds W&B's API may take per request.")
+@root_option
+@json_option
+@set_option
+def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s, root, as_json, overrides):
+    """Record runs trained elsewhere (rungs or the hero), so fit, predict, gate and report run without training.
+
+    RESULTS.csv: finals, with columns `name` (a rung or the hero) and `loss` (final eval loss), optional
+    `tokens`, `params` (active) and `flops`; or whole eval curves, with columns `name` (or `rung`), `step`
+    and `loss`, several rows per run, optional `tokens` and `flops`. A curve that ends short of its spec's
+    steps is recorded partial. Runs in the file replace their earlier imports; others are kept.
+    --from-wandb ENTITY/PROJECT reads them from W&B instead (ladder/imported_wandb.py: which run is which).
+    Then `ladder submit SPEC` fits and predicts from them.
+    """
+    from ladder import imported, stages
+
+    if (results_csv is None) == (from_wandb is None) or (from_wandb is None and (metric or curves)):
+        raise UserError("give RESULTS.csv, or --from-wandb ENTITY/PROJECT (with --metric, --curves if needed)")
+    spec = _spec(spec_path, overrides, root)
+    if "://" in spec.root:
+        raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
+    try:
+        if from_wandb is None:
+            frame, skipped = imported.read_results(results_csv, spec), []
+        else:
+            from ladder.imported_wandb import read_project
+
+            frame, skipped = read_project(from_wandb, spec, metric=metric, curves=curves, timeout_s=timeout_s)
+    except imported.ImportError_ as exc:
+        raise UserError(str(exc)) from exc
+    path = stages.write_imported(spec, frame)
+    kind = "curves" if "step" in frame.columns else "results"
+    counts = frame.groupby("name", sort=False).size()
+    partial = {}
+    for name in counts.index:
+        record = imported.records(spec)[name]
+        if "curve" in record:
+            result, _ = imported.result_for(spec.rung(name), record)
+            if result.get("partial"):
+                partial[str(name)] = result["note"]
+    if as_json:
+        click.echo(json.dumps({"ladder": spec.name, "path": str(path), "kind": kind, "n_rows": len(frame),
+                               "names": [str(n) for n in counts.index], "partial": partial,
+                               "source": from_wandb or str(results_csv), "skipped": skipped}))
+        return 0
+    click.echo(f"recorded {kind} for {len(counts)} runs ({len(frame)} rows) of {spec.name} in {path}; "
+               f"now run: ladder submit {spec_path}")
+    for name, note in partial.items():
+        click.echo(f"  {name}: {note}")
+    for line in skipped:
+        click.echo(f"  skipped {line}")
+    return 0
+
+
+def register(group: click.Group) -> None:
+    group.add_command(import_results)
