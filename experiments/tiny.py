@@ -231,6 +231,10 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   [1.1832, 1.3607] against 1.2969) and -1.69% (1.2689 [1.2271, 1.3121] against 1.2907), all inside.
   Fourteen heroes on the current measurement: mean -1.67%, sd 0.98%, 7 within 1.5%. `ladder submit`
   652 and 657 s for the passing draws there (rungs 328-343 s, fit 16-18 s, hero 283-288 s).
+  Two more, pre-registered the same way (seeds 15, 16): backtests -0.20% and +0.24%, gates pass; heroes
+  -2.85% (1.2584 [1.2235, 1.2942] against 1.2952, outside) and -0.65% (1.2790 [1.2304, 1.3295] against
+  1.2873; its submit was killed by a machine restart mid-rungs and the same command resumed it).
+  Sixteen heroes: mean -1.68%, sd 1.00%, 8 within 1.5%, 13 inside.
 """
 
 from ladder.recipe import Recipe
