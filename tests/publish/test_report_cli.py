@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -34,6 +35,26 @@ def test_report_of_a_ladder_that_never_ran(tmp_path, json_flag):
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("nothing to report: ladder smoke has not run under"), r.output
     assert _tree(tmp_path) == before  # no report dir, no ladder dir
+
+
+def test_report_without_the_submits_set_says_so(tmp_path):
+    """A ladder submitted with --set seed=7 and reported without it: the steps are there under other hashes."""
+    from ladder import stages
+    from ladder.executor.lease import mark
+    from ladder.executor.store import Store
+    from ladder.spec import load_spec
+
+    spec = dataclasses.replace(load_spec(str(REPO / "experiments" / "smoke.py"), ("seed=7",)), root=str(tmp_path))
+    store = Store(str(tmp_path))
+    hero_dir = store.to_path(stages.step_dirs(spec)["hero"])
+    assert mark(store, hero_dir, "BLOCKED", error="gate", timeout=30.0)
+    before = _tree(tmp_path)
+    r = _cli(["report", str(REPO / "experiments" / "smoke.py"), "--root", str(tmp_path)])
+    assert r.exit_code == 1
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "1 step folders" in lines[0] and Path(hero_dir).name in lines[0], r.output
+    assert "--set" in lines[0]
+    assert _tree(tmp_path) == before
 
 
 def test_report_of_a_root_that_does_not_exist(tmp_path):
