@@ -209,8 +209,7 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
             lines.append(f"  curve: mean |error| over the second half {fmt(hero['curve_mean_abs_rel_error_second_half'], '.2%')}, "
                          f"{fmt(hero['curve_fraction_inside_band'], '.0%')} of logged points from step "
                          f"{hero['comparison']['from_step']} inside the band")
-            for e in hero.get("band_exits", [])[:5]:
-                lines.append(f"  left the band {e['side']} from step {e['from_step']} to {e['to_step']} (max gap {e['max_gap']:.4f})")
+            lines += _exit_lines(hero.get("band_exits") or [])
         cl = hero.get("curve_law")
         if cl:
             lines.append("  second estimate, the whole-curve law on the rungs' curves: "
@@ -289,3 +288,18 @@ def write_report(config: dict, dep_dirs: dict[str, str], out_dir: str) -> tuple[
     tmp.write_text(render_html(rep, tables, dep_dirs))
     tmp.replace(html_path)
     return rep, str(html_path)
+
+
+def _exit_lines(exits: list[dict]) -> list[str]:
+    """One line a side: single-point crossings of a noisy curve listed one by one buried the report's figures."""
+    lines = []
+    for side in ("above", "below"):
+        mine = [e for e in exits if e["side"] == side]
+        if not mine:
+            continue
+        worst = max(mine, key=lambda e: e["max_gap"])
+        span = (f"step {mine[0]['from_step']}" if len(mine) == 1 and mine[0]["from_step"] == mine[0]["to_step"]
+                else f"steps {mine[0]['from_step']}-{mine[-1]['to_step']}")
+        lines.append(f"  left the band {side}: {len(mine)} stretch{'es' if len(mine) > 1 else ''} within {span}, "
+                     f"largest gap {worst['max_gap']:.4f} (steps {worst['from_step']}-{worst['to_step']})")
+    return lines

@@ -62,6 +62,19 @@ def test_band_exits_agree(root, report):
     assert sum(r["inside"] == "False" for r in curve) == doc["outside_band"]
 
 
+def test_text_report_accounts_for_every_exit(report):
+    from ladder.report import report_lines
+
+    exits = report["hero"]["band_exits"]
+    lines = [line for line in report_lines(report) if "left the band" in line]
+    sides = [s for s in ("above", "below") if any(e["side"] == s for e in exits)]
+    assert len(lines) == len(sides)  # one line a side, however many stretches
+    for side, line in zip(sides, lines, strict=True):
+        mine = [e for e in exits if e["side"] == side]
+        assert f"left the band {side}: {len(mine)} stretch" in line
+        assert f"largest gap {max(e['max_gap'] for e in mine):.4f}" in line
+
+
 def _read_csv(path: Path):
     import csv
 
