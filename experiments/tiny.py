@@ -235,6 +235,18 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   -2.85% (1.2584 [1.2235, 1.2942] against 1.2952, outside) and -0.65% (1.2790 [1.2304, 1.3295] against
   1.2873; its submit was killed by a machine restart mid-rungs and the same command resumed it).
   Sixteen heroes: mean -1.68%, sd 1.00%, 8 within 1.5%, 13 inside.
+- A fifth cause, measured on rungs only (pre-registered): AdamW's weight-decay timescale as a fraction of
+  the run, tau/T = 1 / (lr * wd * steps). Under this recipe it drifts 1.02 (d16), 0.89, 0.80, 0.75, 0.70
+  (d48) and 0.68 (hero): it moves across the rungs and stops past them, so a tau/T that mattered would
+  bend the law the way the hero misses (Wang & Aitchison 2024 keep it fixed). d16 at wd 0.1 / 0.146 /
+  0.204 (tau/T 1.02 / 0.70 / 0.50) and d48 at 0.0688 / 0.1 / 0.14 (1.02 / 0.70 / 0.50), ladder seeds
+  12-14, `ladder train` pinned to a core (tiny_sweeps.csv, sweep=wd, on the final 1,024-window dropless
+  eval): against tau/T 0.70, tau/T 1.02 is -0.26, +0.70, -3.41% at d16 (the last against a 0.146 run
+  3.3% worse than both its neighbours) and -0.29, +1.01, +0.32% at d48; tau/T 0.50 is +1.0-1.3% worse at
+  d16 and +0.0-0.4% at d48. Flat between 0.7 and 1.0 at both sizes, so the drift moves the rungs' slope
+  by well under the 0.3% the pre-registration asked for. Not adopted. (Runs under `ladder train` pinned
+  to one core are not bit-equal to the DAG's: rung_5's wd 0.1 finals differ from seeds 12 and 13's
+  ladders by -0.30% and +0.09%.)
 """
 
 from ladder.recipe import Recipe
