@@ -42,7 +42,7 @@ FIELD_DOCS = {
     "RungSpec.seed": "the run's seed; None: the ladder's seed (+ 1000 x replica)",
     "RungSpec.replica": "0 for the first run of a size; r > 0 trains the same size again on another seed",
     "RungSpec.log_every": "optimizer steps between logged training metrics",
-    "RungSpec.n_evals": "evals per run when eval_every is 0: one every total_steps // n_evals steps, and one at the end",
+    "RungSpec.n_evals": "evals per run when eval_every is 0: n_evals of them spaced evenly, the last at the end",
     "RungSpec.n_checkpoints": "checkpoints per run when checkpoint_every is 0 (a rerun resumes from the newest)",
     "RungSpec.resources": "what the run asks of the cluster (Resources; not hashed)",
     "RungSpec.description": "free text (not hashed)",

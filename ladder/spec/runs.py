@@ -87,9 +87,9 @@ class RungSpec:
     schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
     seed: int | None = None
     replica: int = 0
-    eval_every: int = 0  # optimizer steps between evals; 0: every total_steps // n_evals steps
+    eval_every: int = 0  # optimizer steps between evals; 0: n_evals evals spaced evenly, the last at the end
     log_every: int = 10
-    checkpoint_every: int = 0  # 0: every total_steps // n_checkpoints steps
+    checkpoint_every: int = 0  # 0: n_checkpoints spaced evenly, the last at the end
     # An eval costs the same at every rung size (3 x 32K tokens by default), so a small rung's ten
     # evals cost as much as a large fraction of its training.
     n_evals: int = 10

@@ -57,6 +57,20 @@ class Diverged(RuntimeError):
         self.result = result
 
 
+def cadence(total_steps: int, every: int, n: int) -> frozenset[int]:
+    """The steps a run evaluates (or saves) at, the end included.
+
+    An explicit ``every`` is kept as given (its multiples, then the end). A count ``n`` means n points
+    spaced evenly and ending on the last step: multiples of ``total // n`` put one a step or two before
+    the end as well (rung_1's 1,596 steps evaluated at 1,595 and 1,596), an eval, a checkpoint and a
+    forecast snapshot for nothing.
+    """
+    if every:
+        return frozenset(range(every, total_steps, every)) | {total_steps}
+    n = max(1, min(int(n), total_steps))
+    return frozenset(max(1, round(total_steps * k / n)) for k in range(1, n + 1))
+
+
 def train(
     rung: RungSpec | Mapping[str, Any],
     data: DataSpec | Mapping[str, Any],
@@ -129,8 +143,8 @@ def train(
                   f"devices, parameters {layout.mode}", flush=True)
         lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
         branches = optim_lib.branch_points(rung, total_steps)
-        eval_every = rung.eval_every or max(1, total_steps // rung.n_evals)
-        ckpt_every = rung.checkpoint_every or max(1, total_steps // rung.n_checkpoints)
+        eval_steps = cadence(total_steps, rung.eval_every, rung.n_evals)
+        ckpt_steps = cadence(total_steps, rung.checkpoint_every, rung.n_checkpoints)
 
         ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
         start, wall_offset = 0, 0.0
@@ -171,7 +185,7 @@ def train(
                     d.update(row["step"], row.get(d.metric))
 
         boundaries = {stop}
-        boundaries |= set(range(eval_every, stop, eval_every)) | set(range(ckpt_every, stop, ckpt_every))
+        boundaries |= {b for b in eval_steps | ckpt_steps if b < stop}
         boundaries |= {b["start"] for b in branches if b["start"] < stop}
         boundaries = sorted(b for b in boundaries if b > start)
 
@@ -336,7 +350,7 @@ def train(
                         sigterm.restore_and_reraise()
                     return {"status": "INTERRUPTED", "steps": s}
                 s = bnd
-                if s % eval_every == 0 or s == stop:
+                if s in eval_steps or s == stop:
                     row = run_eval(params, bias, s, data.eval_tokens)
                     eval_w.write(row)
                     state["eval"] = row
@@ -344,7 +358,7 @@ def train(
                 for br in branches:
                     if br["start"] == s:
                         run_branch(params, bias, opt_state, br)
-                if s % ckpt_every == 0 or s == stop:
+                if s in ckpt_steps or s == stop:
                     save(s)
         finally:
             sigterm.uninstall()

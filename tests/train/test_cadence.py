@@ -10,6 +10,7 @@ from conftest import DENSE, make_rung
 
 from ladder.spec import LadderSpec, SpecError, validate
 from ladder.train import train
+from ladder.train.loop import cadence
 
 STEPS = 12
 
@@ -46,6 +47,25 @@ def test_fewer_evals_and_checkpoints_train_the_same_run(tmp_path, data_spec):
     assert few["final_eval_loss"] == every["final_eval_loss"]
     assert few["final_train_loss"] == every["final_train_loss"]
     assert json.loads((out_b / "result.json").read_text())["steps"] == STEPS
+
+
+def test_n_evals_means_that_many_evals_the_last_at_the_end(tmp_path, data_spec):
+    # 12 steps, 5 evals: multiples of 12 // 5 gave six (2, 4, ..., 10 and 12), the 10th and 12th a step apart
+    out, result, seen = _run(tmp_path, data_spec, "five", n_evals=5, n_checkpoints=5)
+    assert len(seen.evals) == 5 and seen.evals[-1] == STEPS and len(set(seen.evals)) == 5
+    assert len(seen.ckpts) == 5 and seen.ckpts[-1] == STEPS
+    assert min(b - a for a, b in zip([0, *seen.evals], seen.evals, strict=False)) >= STEPS // 5
+    assert list(pd.read_json(out / "eval.jsonl", lines=True)["step"]) == seen.evals
+
+
+@pytest.mark.parametrize("total", [12, 1596, 2346, 4596, 6162, 7])
+@pytest.mark.parametrize("n", [1, 3, 5, 10])
+def test_cadence_counts(total, n):
+    steps = sorted(cadence(total, 0, n))
+    assert len(steps) == min(n, total) and steps[-1] == total and steps[0] >= 1
+    gaps = [b - a for a, b in zip([0, *steps], steps, strict=False)]
+    assert max(gaps) - min(gaps) <= 1  # evenly spread: no eval a step before the last
+    assert sorted(cadence(total, 4, n)) == [*range(4, total, 4), total]  # an explicit interval is kept
 
 
 def test_a_cadence_of_zero_is_refused_naming_the_field(data_spec):
