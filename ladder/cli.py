@@ -180,8 +180,11 @@ def status(spec_path, root, check, as_json, overrides):
     rows = stages.status_ladder(spec)
     failed = [r["step"] for r in rows if r.get("status") in ("FAILED", "DEP_FAILED")]
     code = EXIT_FAILED if check and failed else 0
+    # Only when nothing of this configuration ran: then "NEW" everywhere is most likely a missing --set.
+    others = stages.other_configurations(spec) if all(r.get("status") == "NEW" for r in rows) else []
     if as_json:
-        click.echo(json.dumps({"ladder": spec.name, "failed": failed, "steps": rows}, indent=2, default=str))
+        click.echo(json.dumps({"ladder": spec.name, "failed": failed, "steps": rows, "other_configurations": others},
+                              indent=2, default=str))
         return code
     table = Table(title=f"status: {spec.name}")
     for col in ("step", "status", "progress", "loss", "start", "end", "path"):
@@ -193,6 +196,9 @@ def status(spec_path, root, check, as_json, overrides):
         table.add_row(r["step"], r["status"] + (f" ({r['note']})" if r.get("note") else ""), done, f"{loss:.4f}" if isinstance(loss, float) else "",
                       _when(r.get("start")), _when(r.get("end")), r["path"])
     Console(width=table_width()).print(table)
+    if others:
+        click.echo(f"note: nothing of this configuration has run, but {len(others)} step folders under {spec.root} "
+                   f"(e.g. {others[0]}) were written by another one; pass the --set options the submit used")
     if check and failed:
         click.echo(f"failed: {', '.join(failed)}", err=True)
     return code

@@ -184,6 +184,27 @@ def step_dirs(spec: LadderSpec) -> dict[str, str]:
     return {e.name: e.path for e in plan_ladder(spec)}
 
 
+def other_configurations(spec: LadderSpec) -> list[str]:
+    """Folders of this ladder's steps (``<step>-<hash>``) under the root, with output, at hashes the spec
+    does not imply: what a submit with another ``--set`` (a seed) left, which a read command without it
+    would otherwise call "not run"."""
+    import os
+
+    from ladder.executor.store import Store
+
+    store = Store(spec.root)
+    current = {name: store.to_path(d) for name, d in step_dirs(spec).items()}
+    mine = {os.path.basename(d.rstrip("/")) for d in current.values()}
+    found = []
+    for parent in sorted({os.path.dirname(d.rstrip("/")) for d in current.values()}):
+        for base in sorted(store.listdir(parent)):
+            step, _, digest = base.rpartition("-")
+            if step in current and digest and base not in mine and any(
+                    store.exists(store.join(parent, base, f)) for f in (layout.STATUS, layout.RESULT)):
+                found.append(base)
+    return found
+
+
 # ------------------------------------------------------------------------------------------
 # Step functions (run inside Ray tasks; config is the step's JSON config).
 

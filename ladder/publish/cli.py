@@ -50,7 +50,7 @@ def _report_command() -> click.Command:
 
         spec = _spec(spec_path, overrides, root)
         if not _has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
-            others = _other_configurations(spec)
+            others = stages.other_configurations(spec)
             if others:  # the usual cause: the submit had a --set (a seed) that this report does not
                 click.echo(f"nothing to report: no step of ladder {spec.name} as configured here has output under "
                            f"{spec.root}, but {len(others)} step folders there (e.g. {others[0]}) were written by "
@@ -80,24 +80,6 @@ def _has_outputs(spec) -> bool:
     store = Store(spec.root)
     return any(store.exists(store.join(store.to_path(d), f)) for name, d in stages.step_dirs(spec).items()
                if name != "report" for f in (layout.STATUS, layout.RESULT))
-
-
-def _other_configurations(spec) -> list[str]:
-    """Step folders of this ladder's steps (``<step>-<hash>``) under the root whose hash the spec no longer implies."""
-    from ladder import layout, stages
-    from ladder.executor.store import Store
-
-    store = Store(spec.root)
-    current = {name: store.to_path(d) for name, d in stages.step_dirs(spec).items()}
-    parents = {os.path.dirname(d.rstrip("/")) for d in current.values()}
-    found = []
-    for parent in sorted(parents):
-        for base in sorted(store.listdir(parent)):
-            step, _, digest = base.rpartition("-")
-            if step in current and digest and any(store.exists(store.join(parent, base, f))
-                                                  for f in (layout.STATUS, layout.RESULT)):
-                found.append(base)
-    return found
 
 
 @click.command(epilog=example("ladder dashboard --root runs", "ladder dashboard --root runs --port 0 --verbose",

@@ -40,7 +40,7 @@ def test_every_command_has_an_example_in_its_help():
     (["submit", SMOKE, "--dry-run", "--json"], {"ladder", "mfu", "chip_peak", "accelerator", "steps", "runs"}),
     (["rerun", SMOKE, "rung_1", "--dry-run", "--json"], {"ladder", "mfu", "chip_peak", "accelerator", "steps", "runs"}),
     (["sweep", SMOKE, "--rungs", "rung_1,rung_2", "--dry-run", "--json"], {"ladder", "steps"}),
-    (["status", SMOKE, "--json"], {"ladder", "failed", "steps"}),
+    (["status", SMOKE, "--json"], {"ladder", "failed", "steps", "other_configurations"}),
     (["show", SMOKE, "--json"], {"ladder", "spec", "fields"}),
     (["env", "--json"], {"variables"}),
 ])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def test_report_of_a_ladder_that_never_ran(tmp_path, json_flag):
     assert _tree(tmp_path) == before  # no report dir, no ladder dir
 
 
-def test_report_without_the_submits_set_says_so(tmp_path):
+def test_report_and_status_without_the_submits_set_say_so(tmp_path):
     """A ladder submitted with --set seed=7 and reported without it: the steps are there under other hashes."""
     from ladder import stages
     from ladder.executor.lease import mark
@@ -55,6 +56,13 @@ def test_report_without_the_submits_set_says_so(tmp_path):
     assert len(lines) == 1 and "1 step folders" in lines[0] and Path(hero_dir).name in lines[0], r.output
     assert "--set" in lines[0]
     assert _tree(tmp_path) == before
+    # ladder status says it too (after its table), and names the folder in its JSON
+    r = _cli(["status", str(REPO / "experiments" / "smoke.py"), "--root", str(tmp_path)])
+    assert r.exit_code == 0 and "written by another one; pass the --set" in r.output, r.output
+    r = _cli(["status", str(REPO / "experiments" / "smoke.py"), "--root", str(tmp_path), "--json"])
+    assert json.loads(r.output)["other_configurations"] == [Path(hero_dir).name]
+    r = _cli(["status", str(REPO / "experiments" / "smoke.py"), "--root", str(tmp_path), "--set", "seed=7", "--json"])
+    assert json.loads(r.output)["other_configurations"] == []  # with the submit's --set: its own steps, none other
 
 
 def test_report_of_a_root_that_does_not_exist(tmp_path):
