@@ -234,7 +234,10 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   Two more, pre-registered the same way (seeds 15, 16): backtests -0.20% and +0.24%, gates pass; heroes
   -2.85% (1.2584 [1.2235, 1.2942] against 1.2952, outside) and -0.65% (1.2790 [1.2304, 1.3295] against
   1.2873; its submit was killed by a machine restart mid-rungs and the same command resumed it).
-  Sixteen heroes: mean -1.68%, sd 1.00%, 8 within 1.5%, 13 inside.
+  Sixteen heroes: mean -1.68%, sd 1.00%, 8 within 1.5%, 13 inside. Two more (seeds 17, 18, pre-registered
+  in session 25): backtests -2.68% and +2.25% inside their bands, gates pass; heroes -0.69% (1.2853
+  [1.2363, 1.3363] against 1.2942) and -2.59% (1.2619 [1.2298, 1.2949] against 1.2955, outside; E fitted
+  to 0). Eighteen: mean -1.67%, sd 0.99%, 9 within 1.5%, 14 inside (78% at 90%).
 - A fifth cause, measured on rungs only (pre-registered): AdamW's weight-decay timescale as a fraction of
   the run, tau/T = 1 / (lr * wd * steps). Under this recipe it drifts 1.02 (d16), 0.89, 0.80, 0.75, 0.70
   (d48) and 0.68 (hero): it moves across the rungs and stops past them, so a tau/T that mattered would
@@ -262,7 +265,9 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   one law sees no curvature there. Per domain, the compute law pins a floor for each Bible (E 0.3-0.9)
   and forecasts their heroes at -1.0% and -0.5% on average, while code's fit puts E at 0 in all five
   draws and misses its hero by -1.74%: the miss is mostly code's, whose small sizes do not follow a
-  power law with a floor.
+  power law with a floor. Registered before seeds 17 and 18 ran, and scored on them (not adopted: two
+  draws, and the idea came from seen heroes): per-domain laws summed with code fitted without d16 gave
+  +1.09% and -0.67% (the shipped law -0.69%, -2.59%; per-domain on every size -0.80%, -0.58%).
 """
 
 from ladder.recipe import Recipe
