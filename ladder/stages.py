@@ -15,6 +15,7 @@ so a blocked hero still gets a report that says why.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -184,12 +185,23 @@ def step_dirs(spec: LadderSpec) -> dict[str, str]:
     return {e.name: e.path for e in plan_ladder(spec)}
 
 
+def _written(store, path: str) -> bool:
+    """Whether a step folder holds a status or a result (a step that started, or was marked)."""
+    return any(store.exists(store.join(path, f)) for f in (layout.STATUS, layout.RESULT))
+
+
+def has_outputs(spec: LadderSpec) -> bool:
+    """Whether any step of the ladder as configured (the report aside) has written its status or result."""
+    from ladder.executor.store import Store
+
+    store = Store(spec.root)
+    return any(_written(store, store.to_path(d)) for name, d in step_dirs(spec).items() if name != "report")
+
+
 def other_configurations(spec: LadderSpec) -> list[str]:
     """Folders of this ladder's steps (``<step>-<hash>``) under the root, with output, at hashes the spec
     does not imply: what a submit with another ``--set`` (a seed) left, which a read command without it
     would otherwise call "not run"."""
-    import os
-
     from ladder.executor.store import Store
 
     store = Store(spec.root)
@@ -199,8 +211,7 @@ def other_configurations(spec: LadderSpec) -> list[str]:
     for parent in sorted({os.path.dirname(d.rstrip("/")) for d in current.values()}):
         for base in sorted(store.listdir(parent)):
             step, _, digest = base.rpartition("-")
-            if step in current and digest and base not in mine and any(
-                    store.exists(store.join(parent, base, f)) for f in (layout.STATUS, layout.RESULT)):
+            if step in current and digest and base not in mine and _written(store, store.join(parent, base)):
                 found.append(base)
     return found
 

@@ -49,7 +49,7 @@ def _report_command() -> click.Command:
         from ladder import stages
 
         spec = _spec(spec_path, overrides, root)
-        if not _has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
+        if not stages.has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
             others = stages.other_configurations(spec)
             if others:  # the usual cause: the submit had a --set (a seed) that this report does not
                 click.echo(f"nothing to report: no step of ladder {spec.name} as configured here has output under "
@@ -70,16 +70,6 @@ def _report_command() -> click.Command:
         return 0
 
     return report
-
-
-def _has_outputs(spec) -> bool:
-    """Whether any step of the ladder (the report aside) has written its status or result."""
-    from ladder import layout, stages
-    from ladder.executor.store import Store
-
-    store = Store(spec.root)
-    return any(store.exists(store.join(store.to_path(d), f)) for name, d in stages.step_dirs(spec).items()
-               if name != "report" for f in (layout.STATUS, layout.RESULT))
 
 
 @click.command(epilog=example("ladder dashboard --root runs", "ladder dashboard --root runs --port 0 --verbose",
