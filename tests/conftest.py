@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,8 @@ import pytest
 
 # Under pytest-xdist the workers inherit the controller's variables below, so they share its folder
 # (and its JAX compile cache).
+# The session that makes the folder removes it when it ends (a folder named by LADDER_TEST_TMP is the caller's).
+_MADE_HERE = not os.environ.get("LADDER_TEST_TMP")
 _ISOLATED = os.environ.get("LADDER_TEST_TMP") or tempfile.mkdtemp(prefix="ladder-tests-")
 for var, sub in {
     "XDG_CACHE_HOME": "cache",
@@ -95,6 +98,22 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     started = _started()
     if started and _running(started["pid"]):  # the session ended before a ladder was needed
         os.killpg(started["pid"], signal.SIGTERM)
+        _wait_for_exit(started["pid"])
+    if _MADE_HERE:
+        # ~50 MB of compile cache, W&B and shared ladders a run; every `make test` left one in /tmp.
+        # A process of a test still exiting (a Ray worker) may write into it as it goes: what it leaves is
+        # not a failure of the suite, so errors are ignored here.
+        shutil.rmtree(_ISOLATED, ignore_errors=True)
+
+
+def _wait_for_exit(pid: int, timeout: float = 30.0) -> None:
+    """Wait (bounded) for the background builder to exit, so it is not writing while its folder is removed."""
+    import psutil
+
+    try:
+        psutil.Process(pid).wait(timeout=timeout)
+    except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+        return
 
 
 def shared_ladder(name: str) -> dict:

@@ -216,3 +216,19 @@ def _hero_curve_law(hero: RungSpec, doc: dict) -> pd.DataFrame | None:
     at = np.unique(np.linspace(1, hero.steps, min(hero.steps, 400)).astype(int))
     loss = model.predict(hero.model.params_active, all_steps, lrs, at=at)
     return pd.DataFrame({"step": at, "tokens": at * hero.batch_tokens, "lr": lrs[at - 1], "loss": loss})
+
+
+def curve_law_final_eval(hero: RungSpec, doc: dict) -> tuple[pd.DataFrame, float, float] | None:
+    """(the hero's curve from the whole-curve law, the eval/train ratio at the hero, its final eval loss), or None.
+
+    The curve law fits train loss; the rungs' eval/train ratio (its trend over compute where the fit
+    wrote one) turns its final into the quantity the final-loss law predicts."""
+    curve = _hero_curve_law(hero, doc)
+    if curve is None or not np.all(np.isfinite(curve["loss"])):
+        return None
+    curve_doc = doc["curve_law"]
+    # A fit written before the trend existed carries only the rungs' mean ratio.
+    ratio = (ratio_at(curve_doc["eval_over_train_trend"], hero.flops) if curve_doc.get("eval_over_train_trend")
+             else curve_doc["eval_over_train"])
+    final = float(curve["loss"].iloc[-1]) * float(ratio)
+    return (curve, float(ratio), final) if math.isfinite(final) and final > 0 else None

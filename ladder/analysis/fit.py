@@ -4,6 +4,7 @@ eval curves, the matched-progress laws chosen by backtests (ladder.analysis.prog
 from __future__ import annotations
 
 import contextlib
+import math
 from pathlib import Path
 
 import numpy as np
@@ -12,18 +13,19 @@ import pandas as pd
 from ladder import layout
 from ladder.analysis.backtests import backtest_at_ratio, backtest_noise, curve_backtest
 from ladder.analysis.beside import beside
-from ladder.analysis.curves import fit_curve_law, schedule_factors
+from ladder.analysis.curves import curve_law_final_eval, fit_curve_law, schedule_factors
 from ladder.analysis.finals import (
     _targets_along,
     bootstrap_fits,
     exactly_determined,
     fit_final_law,
+    law_predict,
     min_rungs,
     n_sizes,
     predict_samples,
     seed_spread,
 )
-from ladder.analysis.intervals import target_intervals
+from ladder.analysis.intervals import model_sigma, target_intervals
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
 from ladder.analysis.seeds import seed_noise
@@ -68,9 +70,11 @@ def fit_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str) -> dict:
         # As many redraws as the bootstrap allows, at most 64 (the band's sd to about 9%); none without one.
         if backtest.get("ok") and fit.bootstrap >= 3:
             backtest = {**backtest, "noise": backtest_noise(points, fit, backtest, result, n=min(64, fit.bootstrap))}
-        doc = _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ratio, exact, hero, out)
+        doc, band = _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ratio, exact, hero, out)
         curve_law = curve_law_result()
     doc = {**doc, "curve_law": curve_law, "progress": progress}
+    # The band waits for the whole-curve law: where the two laws part at the hero, it widens (intervals.model_sigma).
+    _write_law_band(points, fit, result, backtest, hero, doc, out, **band)
     layout.write_json_atomic(out / layout.FIT, doc)
     summary = doc["summary"]
     return {"law": summary["law"], "params": result.params, "backtest_error": backtest.get("relative_error"),
@@ -88,17 +92,6 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
     boot = predict_samples(result, samples, grid_targets) if samples else np.empty((0, 0))
     level = fit.level
     seeds = seed_noise(points)
-    # The band drawn on the law is the calibrated interval at each compute, the hero's own composition
-    # with or without a bootstrap; the bootstrap's percentiles are kept beside it (alone they are not
-    # calibrated: see intervals.py).
-    calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level)
-    law_curve = pd.DataFrame({"flops": flops_grid, "loss": [c for c, _, _, _ in calibrated],
-                              "lower": [lo for _, lo, _, _ in calibrated], "upper": [hi for _, _, hi, _ in calibrated]})
-    if boot.size:
-        law_curve["boot_lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
-        law_curve["boot_upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
-    layout.write_csv_atomic(out / "law_curve.csv", law_curve)
-
     factors = schedule_factors(points, dep_dirs, result, np.linspace(0.005, 1.0, 200))
     if not factors.empty:
         layout.write_csv_atomic(out / layout.CURVES_CSV, factors)
@@ -109,7 +102,28 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
                "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
                "fit_on": list(finals["name"]), "excluded": excluded, "seed_spread": seed_spread(points),
                "seed_noise": seeds, "underdetermined": exact}
-    return {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
-            "bootstrap_params": samples,
-            "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
-            "curve_backtest": curve_bt}
+    doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
+           "bootstrap_params": samples,
+           "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
+           "curve_backtest": curve_bt}
+    return doc, {"flops_grid": flops_grid, "grid_targets": grid_targets, "boot": boot, "seeds": seeds}
+
+
+def _write_law_band(points, fit, result, backtest, hero, doc, out: Path, *, flops_grid, grid_targets, boot, seeds) -> None:
+    """law_curve.csv: the calibrated interval at each compute, the hero's own composition, so the band
+    at the hero's compute is its interval; the bootstrap's percentiles beside it (alone they are not
+    calibrated: see intervals.py)."""
+    disagreement = None
+    second = curve_law_final_eval(hero, doc) if hero else None
+    if second is not None:
+        largest = float(points.loc[points["kind"] == "final", "flops"].max())
+        disagreement = model_sigma(law_predict(result, hero.model.params_active, hero.tokens, hero.flops), second[2],
+                                   math.log10(hero.flops / largest))
+    level = fit.level
+    calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level, disagreement)
+    law_curve = pd.DataFrame({"flops": flops_grid, "loss": [c for c, _, _, _ in calibrated],
+                              "lower": [lo for _, lo, _, _ in calibrated], "upper": [hi for _, _, hi, _ in calibrated]})
+    if boot.size:
+        law_curve["boot_lower"] = np.percentile(boot, 50 * (1 - level), axis=0)
+        law_curve["boot_upper"] = np.percentile(boot, 50 * (1 + level), axis=0)
+    layout.write_csv_atomic(out / "law_curve.csv", law_curve)

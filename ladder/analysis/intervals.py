@@ -13,11 +13,11 @@ from ladder.analysis.seeds import propagate_final, residual_sigma
 
 
 def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decades: float, level: float,
-                        seed: dict | None = None) -> tuple[float, float, dict]:
+                        seed: dict | None = None, model: float = 0.0) -> tuple[float, float, dict]:
     """An interval calibrated for extrapolation, in log loss.
 
     With the seed spread measured on replicas (parametric):
-        sigma^2 = sigma_seed_fit^2 + (e_sys * decades / decades_bt)^2 + sigma_seed^2
+        sigma^2 = sigma_seed_fit^2 + (e_sys * decades / decades_bt)^2 + sigma_seed^2 + sigma_model^2
     sigma_seed_fit is every rung's luck carried through the refit to the target, at the larger of the
     replicas' sigma and the sizes' scatter about the law (ladder.analysis.seeds.residual_sigma);
     e_sys is the part of the backtest's log miss beyond its own seed noise, sqrt(e^2 - s_bt^2) (s_bt
@@ -28,9 +28,12 @@ def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decade
     covered 100% of heroes at 90%, this one 90% on 30 ladders, python -m bench intervals, and 94% +- 1.9
     on 153 more (BENCH_INTERVAL_LADDERS): it leans wide).
     Without replicas (the spread a prior, not a measurement):
-        sigma^2 = sigma_boot^2 + (e_bt * decades / decades_bt)^2 + sigma_seed_fit^2 + sigma_seed^2
+        sigma^2 = sigma_boot^2 + (e_bt * decades / decades_bt)^2 + sigma_seed_fit^2 + sigma_seed^2 + sigma_model^2
     with the whole backtest miss: resampling alone captures parameter noise, not the error of
     extrapolating (on Chinchilla a plain bootstrap band covered 18% of held-out runs).
+    sigma_model (`model`, see model_sigma) is the two laws' disagreement at this distance: one
+    backtest cannot see a bend that starts past the largest rung, and where the whole-curve law and
+    the final-loss law part ways the rungs do not say which is right.
     """
     z = float(norm.ppf(0.5 + level / 2))
     sig_boot = 0.0
@@ -49,23 +52,36 @@ def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decade
     sig_seed = float(seed.get("sigma") or 0.0)
     sig_seed_fit = float(seed.get("sigma_fit") or 0.0)
     summed_boot = 0.0 if measured else sig_boot
-    sig = math.sqrt(summed_boot ** 2 + sig_bt ** 2 + sig_seed ** 2 + sig_seed_fit ** 2)
+    sig = math.sqrt(summed_boot ** 2 + sig_bt ** 2 + sig_seed ** 2 + sig_seed_fit ** 2 + model ** 2)
     info = {"sigma_bootstrap": sig_boot, "bootstrap_in_sum": not measured, "sigma_extrapolation": sig_bt,
             "sigma_seed": sig_seed, "sigma_seed_fit": sig_seed_fit, "sigma_residual": seed.get("sigma_residual"),
-            "seed_source": seed.get("source"), "z": z,
+            "sigma_model": model, "seed_source": seed.get("source"), "z": z,
             "method": ("rungs' luck carried through the refit (at the larger of the replicas' spread and the sizes' scatter "
                        "about the law) (+) the backtest's miss beyond its seed noise, scaled by extrapolation distance (+) "
                        "the target's own seed; the bootstrap over sizes reported, not added" if measured else
                        "bootstrap over rungs (+) backtest log error scaled by extrapolation distance (+) seed noise: "
                        "the target's own seed and every rung's carried through the refit")
-                      + (f" ({seed['source']})" if seed.get("source") else "")}
+                      + (f" ({seed['source']})" if seed.get("source") else "")
+                      + (" (+) the final-loss and whole-curve laws' disagreement, scaled by extrapolation distance"
+                         if model > 0 else "")}
     return central * math.exp(-z * sig), central * math.exp(z * sig), info
 
 
+def model_sigma(final_law: float, curve_law: float | None, decades_hero: float) -> dict | None:
+    """The two laws' disagreement at the hero, |ln(curve / final)|, as the log sigma it adds there;
+    None without a whole-curve estimate. Along compute it grows with the distance past the largest
+    rung in proportion (decades / decades_hero), as the backtest's miss does."""
+    if curve_law is None or not (final_law > 0 and curve_law > 0):
+        return None
+    return {"log_ratio": math.log(curve_law / final_law), "decades": decades_hero}
+
+
 def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets: list[tuple[float, float, float]],
-                     boot: np.ndarray, seeds: dict, level: float) -> list[tuple[float, float, float, dict]]:
+                     boot: np.ndarray, seeds: dict, level: float,
+                     disagreement: dict | None = None) -> list[tuple[float, float, float, dict]]:
     """(central, lower, upper, info) of the law at each target (params, tokens, flops), each interval
-    `prediction_interval`'s, with the rungs' luck carried through the refit to that target.
+    `prediction_interval`'s, with the rungs' luck carried through the refit to that target and the
+    laws' `disagreement` (model_sigma) at its distance.
 
     The hero's interval and the law's band over compute (law_curve.csv, what the dashboard and the
     report draw) both come from here, so the band a user sees at the hero's compute is its interval.
@@ -79,7 +95,11 @@ def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets:
     for i, (n, d, c) in enumerate(targets):
         central = law_predict(result, n, d, c)
         seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"], "sigma_residual": resid}
+        decades = math.log10(c / largest)
+        model = 0.0
+        if disagreement:
+            model = abs(disagreement["log_ratio"]) * max(decades, 0.0) / max(disagreement["decades"], 1e-3)
         lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, backtest,
-                                                 math.log10(c / largest), level, seed)
+                                                 decades, level, seed, model)
         out.append((central, lower, upper, info))
     return out

@@ -3,6 +3,7 @@ interval calibrated for extrapolation, and its whole curve (step, tokens, loss, 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from ladder import layout
-from ladder.analysis.curves import _hero_curve, _hero_curve_law, ratio_at
-from ladder.analysis.finals import predict_samples
+from ladder.analysis.curves import _hero_curve, curve_law_final_eval
+from ladder.analysis.finals import law_predict, predict_samples
 from ladder.analysis.fit import _fit_spec
-from ladder.analysis.intervals import target_intervals
+from ladder.analysis.intervals import model_sigma, target_intervals
 from ladder.analysis.seeds import seed_noise
 from ladder.spec import rung_from_dict
 
@@ -53,7 +54,12 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
     samples = doc.get("bootstrap_params") or []
     boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
     seeds = doc["summary"].get("seed_noise") or seed_noise(points)
-    intervals = target_intervals(points, fit, result, doc["backtest"], [t[1:] for t in targets], boot, seeds, fit.level)
+    second = curve_law_final_eval(hero, doc) if hero else None
+    disagreement = None
+    if second is not None:
+        disagreement = model_sigma(law_predict(result, *targets[0][1:]), second[2], math.log10(hero.flops / largest))
+    intervals = target_intervals(points, fit, result, doc["backtest"], [t[1:] for t in targets], boot, seeds, fit.level,
+                                 disagreement)
     rows = []
     for (name, n, d, c), (central, lower, upper, info) in zip(targets, intervals, strict=True):
         rows.append({"name": name, "params": n, "tokens": d, "flops": c, "loss": central, "lower": lower, "upper": upper,
@@ -66,22 +72,19 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
                               "level": fit.level, "law": prediction["law"], "params": h["params"], "tokens": h["tokens"],
                               "flops": h["flops"], "compute_ratio": h["compute_ratio"],
                               "interval": {k: h[k] for k in ("sigma_bootstrap", "bootstrap_in_sum", "sigma_extrapolation",
-                                                             "sigma_seed", "sigma_seed_fit", "sigma_residual", "method")},
+                                                             "sigma_seed", "sigma_seed_fit", "sigma_residual", "sigma_model",
+                                                             "method")},
                               "seeds": seeds, "seed_note": seeds["text"],
                               "underdetermined": doc["summary"].get("underdetermined")}
         curve = _hero_curve(hero, h, fit_dir, doc)
-        second = _hero_curve_law(hero, doc)
         if curve is not None:
             layout.write_csv_atomic(out / layout.HERO_CURVE, curve)
-        if second is not None and np.all(np.isfinite(second["loss"])):
-            layout.write_csv_atomic(out / "hero_curve_law.csv", second)
-            prediction["hero"]["curve_law_final_train_loss"] = float(second["loss"].iloc[-1])
-            curve_doc = doc["curve_law"]
-            # A fit written before the trend existed carries only the rungs' mean ratio.
-            ratio = (ratio_at(curve_doc["eval_over_train_trend"], hero.flops) if curve_doc.get("eval_over_train_trend")
-                     else curve_doc["eval_over_train"])
+        if second is not None:
+            law_curve, ratio, final_eval = second
+            layout.write_csv_atomic(out / "hero_curve_law.csv", law_curve)
+            prediction["hero"]["curve_law_final_train_loss"] = float(law_curve["loss"].iloc[-1])
             prediction["hero"]["curve_law_eval_over_train"] = ratio
-            prediction["hero"]["curve_law_final_eval_loss"] = float(second["loss"].iloc[-1]) * ratio
+            prediction["hero"]["curve_law_final_eval_loss"] = final_eval
     return rows
 
 

@@ -206,3 +206,35 @@ def test_the_residual_sigma_reads_the_sizes_scatter_about_the_law():
     first = shaken["name"].isin(["rung_2", "rung_2_r1"])
     shaken.loc[first, "loss"] *= 1.03  # one size's both seeds 3% high: the law cannot follow it
     assert residual_sigma(shaken, fit_final_law(shaken, fit)) > max(calm, 0.005)
+
+
+def test_the_two_laws_disagreement_widens_the_interval_in_proportion_to_distance():
+    """Where the whole-curve law and the final-loss law part at the hero, the rungs cannot say which
+    is right: the interval carries their log ratio there, less of it nearer the rungs, none inside."""
+    from ladder.analysis.intervals import model_sigma, prediction_interval, target_intervals
+    from ladder.analysis.seeds import seed_noise
+
+    boot = np.empty(0)
+    backtest = {"ok": True, "relative_error": -0.004, "decades": 0.6, "noise": {"sigma": 0.02}}
+    seed = {"sigma": 0.006, "sigma_fit": 0.012, "source": "replicas"}
+    _, hi0, info0 = prediction_interval(2.0, boot, backtest, 0.63, 0.9, seed)
+    _, hi, info = prediction_interval(2.0, boot, backtest, 0.63, 0.9, seed, model=0.02)
+    base = math.log(hi0 / 2.0) / info0["z"]
+    assert math.log(hi / 2.0) == pytest.approx(info["z"] * math.sqrt(base ** 2 + 0.02 ** 2), rel=1e-9)
+    assert info["sigma_model"] == 0.02 and info0["sigma_model"] == 0.0 and "disagreement" in info["method"]
+    assert model_sigma(1.30, None, 0.63) is None
+    d = model_sigma(1.30, 1.30 * 1.02, 0.63)
+    assert d == {"log_ratio": pytest.approx(math.log(1.02)), "decades": 0.63}
+
+    points = _points({(i, 1): 0.01 * (-1) ** i for i in range(5)})
+    fit = FitSpec(law="compute", bootstrap=0)
+    result = fit_final_law(points, fit)
+    largest = float(points["flops"].max())
+    targets = [(1e5, 5e6, largest * 10 ** dec) for dec in (-0.5, 0.315, 0.63)]
+    seeds = seed_noise(points)
+    plain = target_intervals(points, fit, result, backtest, targets, boot, seeds, 0.9)
+    wide = target_intervals(points, fit, result, backtest, targets, boot, seeds, 0.9, d)
+    models = [info["sigma_model"] for *_, info in wide]
+    assert models == pytest.approx([0.0, math.log(1.02) / 2, math.log(1.02)])
+    assert wide[0][1:3] == plain[0][1:3]  # inside the rungs nothing changes
+    assert wide[2][2] > plain[2][2] and wide[2][1] < plain[2][1] and wide[2][0] == plain[2][0]

@@ -42,8 +42,13 @@ class Browser:
         self.profile = Path(profile_dir)
         self.profile.mkdir(parents=True, exist_ok=True)
         self.log = open(self.profile / "chromium.log", "wb")
+        # Chromium writes its singleton socket folder (org.chromium.Chromium.*) under TMPDIR and leaves it
+        # behind when killed: under the profile it goes with the test's own temporary folder.
+        tmp = self.profile / "tmp"
+        tmp.mkdir(exist_ok=True)
         self.proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={**os.environ, "TMPDIR": str(tmp)})
         port_file = self.profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
