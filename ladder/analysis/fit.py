@@ -14,6 +14,7 @@ from ladder import layout
 from ladder.analysis.backtests import backtest_at_ratio, backtest_noise, curve_backtest
 from ladder.analysis.beside import beside
 from ladder.analysis.curves import curve_law_final_eval, fit_curve_law, schedule_factors
+from ladder.analysis.eval_ratios import EVAL_RATIOS_CSV, rung_eval_ratios
 from ladder.analysis.finals import (
     _targets_along,
     bootstrap_fits,
@@ -25,7 +26,7 @@ from ladder.analysis.finals import (
     predict_samples,
     seed_spread,
 )
-from ladder.analysis.intervals import model_sigma, target_intervals
+from ladder.analysis.intervals import carried_luck, model_sigma, target_intervals
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
 from ladder.analysis.seeds import seed_noise
@@ -95,6 +96,9 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
     factors = schedule_factors(points, dep_dirs, result, np.linspace(0.005, 1.0, 200))
     if not factors.empty:
         layout.write_csv_atomic(out / layout.CURVES_CSV, factors)
+    ratios = rung_eval_ratios(points, dep_dirs)
+    if not ratios.empty:  # the hero's live forecast reads its eval against these (ladder.analysis.eval_ratios)
+        layout.write_csv_atomic(out / EVAL_RATIOS_CSV, ratios)
     curve_bt = curve_backtest(points, dep_dirs, fit, backtest)
 
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
@@ -106,10 +110,13 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
            "bootstrap_params": samples,
            "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",
            "curve_backtest": curve_bt}
-    return doc, {"flops_grid": flops_grid, "grid_targets": grid_targets, "boot": boot, "seeds": seeds}
+    # The band's costly part (a refit per redraw) runs here, beside the whole-curve law.
+    carried = carried_luck(points, fit, result, grid_targets, seeds)
+    return doc, {"flops_grid": flops_grid, "grid_targets": grid_targets, "boot": boot, "seeds": seeds, "carried": carried}
 
 
-def _write_law_band(points, fit, result, backtest, hero, doc, out: Path, *, flops_grid, grid_targets, boot, seeds) -> None:
+def _write_law_band(points, fit, result, backtest, hero, doc, out: Path, *, flops_grid, grid_targets, boot, seeds,
+                    carried) -> None:
     """law_curve.csv: the calibrated interval at each compute, the hero's own composition, so the band
     at the hero's compute is its interval; the bootstrap's percentiles beside it (alone they are not
     calibrated: see intervals.py)."""
@@ -120,7 +127,7 @@ def _write_law_band(points, fit, result, backtest, hero, doc, out: Path, *, flop
         disagreement = model_sigma(law_predict(result, hero.model.params_active, hero.tokens, hero.flops), second[2],
                                    math.log10(hero.flops / largest))
     level = fit.level
-    calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level, disagreement)
+    calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level, disagreement, carried)
     law_curve = pd.DataFrame({"flops": flops_grid, "loss": [c for c, _, _, _ in calibrated],
                               "lower": [lo for _, lo, _, _ in calibrated], "upper": [hi for _, _, hi, _ in calibrated]})
     if boot.size:

@@ -76,21 +76,29 @@ def model_sigma(final_law: float, curve_law: float | None, decades_hero: float) 
     return {"log_ratio": math.log(curve_law / final_law), "decades": decades_hero}
 
 
+def carried_luck(points: pd.DataFrame, fit, result, targets: list[tuple[float, float, float]],
+                 seeds: dict) -> tuple[np.ndarray, float | None]:
+    """(the rungs' luck carried through the refit to each target, the sizes' residual sigma): the costly
+    part of target_intervals (a refit per redraw), computable before the whole-curve law is known."""
+    # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
+    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else None
+    return propagate_final(points, fit, result, targets, max(float(seeds["sigma"]), resid or 0.0)), resid
+
+
 def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets: list[tuple[float, float, float]],
-                     boot: np.ndarray, seeds: dict, level: float,
-                     disagreement: dict | None = None) -> list[tuple[float, float, float, dict]]:
+                     boot: np.ndarray, seeds: dict, level: float, disagreement: dict | None = None,
+                     carried: tuple[np.ndarray, float | None] | None = None) -> list[tuple[float, float, float, dict]]:
     """(central, lower, upper, info) of the law at each target (params, tokens, flops), each interval
     `prediction_interval`'s, with the rungs' luck carried through the refit to that target and the
     laws' `disagreement` (model_sigma) at its distance.
 
     The hero's interval and the law's band over compute (law_curve.csv, what the dashboard and the
     report draw) both come from here, so the band a user sees at the hero's compute is its interval.
-    `boot` holds the bootstrap's predictions, one column per target (empty without a bootstrap).
+    `boot` holds the bootstrap's predictions, one column per target (empty without a bootstrap);
+    `carried` is carried_luck's result where it was computed ahead.
     """
     largest = float(points.loc[points["kind"] == "final", "flops"].max())
-    # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
-    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else None
-    carried = propagate_final(points, fit, result, targets, max(float(seeds["sigma"]), resid or 0.0))
+    carried, resid = carried if carried is not None else carried_luck(points, fit, result, targets, seeds)
     out = []
     for i, (n, d, c) in enumerate(targets):
         central = law_predict(result, n, d, c)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ladder import layout
 from ladder.analysis.curves import _hero_curve, curve_law_final_eval
+from ladder.analysis.eval_ratios import EVAL_RATIOS_CSV, HERO_EVAL_RATIO_CSV, hero_eval_ratio
 from ladder.analysis.finals import law_predict, predict_samples
 from ladder.analysis.fit import _fit_spec
 from ladder.analysis.intervals import model_sigma, target_intervals
@@ -79,6 +80,10 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
         curve = _hero_curve(hero, h, fit_dir, doc)
         if curve is not None:
             layout.write_csv_atomic(out / layout.HERO_CURVE, curve)
+        ratios_csv = Path(fit_dir) / EVAL_RATIOS_CSV
+        ratio = hero_eval_ratio(pd.read_csv(ratios_csv), hero.flops) if ratios_csv.exists() else None
+        if ratio is not None:
+            layout.write_csv_atomic(out / HERO_EVAL_RATIO_CSV, ratio)
         if second is not None:
             law_curve, ratio, final_eval = second
             layout.write_csv_atomic(out / "hero_curve_law.csv", law_curve)

@@ -91,3 +91,95 @@ def test_snapshot_bands_are_calibrated_on_the_rungs_own_snapshots():
         # measured 100% at each; the earlier rule (no pairs) covered 61%, 41% and 80% of these
         assert inside >= 0.9, (at, inside)
         assert np.all(curve["upper"] <= prior["upper"] * (1 + 1e-9))  # never wider than the rungs-only band
+
+
+def _write_evals(run_dir, steps, losses):
+    run_dir.mkdir(parents=True)
+    with open(run_dir / layout.EVAL, "w") as fh:
+        for s, loss in zip(steps, losses, strict=True):
+            fh.write(json.dumps({"step": int(s), "eval_loss": float(loss)}) + "\n")
+
+
+def test_the_heros_eval_ratio_is_the_largest_rungs_with_how_far_it_still_moved(tmp_path):
+    """Each rung's eval over its last, per fraction; the hero's from the largest size, its sigma the
+    ratio's change over the last two size steps per decade, carried to the hero's distance."""
+    from ladder.analysis.eval_ratios import hero_eval_ratio, rung_eval_ratios
+
+    sizes = {"a": (1e10, 0.05), "b": (1e11, 0.08), "c": (1e12, 0.10)}  # flops, ln(eval(0.5) / final)
+    rows, dep_dirs = [], {}
+    for size, (flops, r) in sizes.items():
+        for rep, wobble in ((0, 0.002), (1, -0.002)):
+            name = f"{size}{rep}"
+            finals = 2.0 - 0.1 * np.log10(flops)
+            total = 400 if size == "c" else 200  # other step counts: fractions, not steps, line up
+            _write_evals(tmp_path / name, [total // 2, total], [finals * np.exp(r + wobble), finals])
+            dep_dirs[name] = str(tmp_path / name)
+            rows.append({"name": name, "size": size, "kind": "final", "flops": flops})
+    table = rung_eval_ratios(pd.DataFrame(rows), dep_dirs)
+    assert len(table) == 6 and set(table["frac"]) == {0.5}
+    assert table.loc[table["name"] == "b1", "log_ratio"].item() == pytest.approx(0.078)
+    hero = hero_eval_ratio(table, 1e12 * 10 ** 0.5)
+    assert list(hero["frac"]) == [0.5] and hero["from"].iloc[0] in ("c0", "c1")
+    assert hero["log_ratio"].item() == pytest.approx(0.10)
+    # steps of 0.03 and 0.02 per decade, over half a decade; the replicas' spread (sd 0.00283) over two runs
+    want = np.sqrt(((0.03 * 0.5) ** 2 + (0.02 * 0.5) ** 2) / 2 + 0.004 ** 2 / 2 / 2)
+    assert hero["sigma"].item() == pytest.approx(want, rel=1e-6)
+    assert hero_eval_ratio(table[table["size"] == "c"], 1e13) is None  # one size says nothing of the trend
+
+
+def test_a_snapshot_reads_the_final_from_the_rungs_ratio_and_weighs_it_with_the_prediction():
+    from ladder.forecast import ratio_forecast
+
+    total = 1000
+    prior = prior_curve(total)
+    ratio = pd.DataFrame({"frac": [0.2, 0.4, 0.6, 0.8], "log_ratio": [0.30, 0.18, 0.13, 0.10],
+                          "sigma": [0.03, 0.012, 0.006, 0.003], "from": "rung_5"})
+    true_final = 1.33
+    prediction = {"predicted_final_loss": 1.30, "upper": 1.30 * np.exp(1.6449 * 0.015), "level": 0.9}
+    seen = {s: true_final * np.exp(r) for s, r in zip((200, 400, 600, 800), ratio["log_ratio"], strict=True)}
+    errors, weights = [], []
+    for step in (200, 400, 600, 800):
+        observed = pd.DataFrame({"step": list(seen)[: step // 200], "eval_loss": list(seen.values())[: step // 200]})
+        curve, s = ratio_forecast(prior, prediction, observed, total, ratio)
+        w = s["weight_observed"]
+        want = np.exp(w * np.log(true_final) + (1 - w) * np.log(1.30))
+        assert s["predicted_final"] == pytest.approx(want, rel=1e-9) and s["ratio_from"] == "rung_5"
+        sigma = w * s["sigma_observed"] + (1 - w) * s["sigma_prior"]
+        assert np.log(s["upper"] / s["predicted_final"]) == pytest.approx(1.6449 * sigma, rel=1e-3)
+        assert s["lower"] < s["predicted_final"] < s["upper"]
+        # the curve passes through the observed point, with no band there, and ends at the forecast
+        at = curve.loc[curve["step"] == step].iloc[0]
+        assert at["loss"] == pytest.approx(seen[step], rel=1e-9) and at["upper"] == at["lower"] == at["loss"]
+        assert curve["loss"].iloc[-1] == pytest.approx(s["predicted_final"], rel=1e-9)
+        errors.append(abs(s["predicted_final"] / true_final - 1))
+        weights.append(w)
+    # later evals pin the final tighter than the prediction does: the weight moves to them
+    assert weights == sorted(weights) and weights[-1] > 0.9 and errors[-1] < errors[0]
+    # before the rungs' first eval there is no ratio to read: the prior re-anchored, as without ratios
+    early = pd.DataFrame({"step": [100], "eval_loss": [1.9]})
+    _, s = ratio_forecast(prior, prediction, early, total, ratio)
+    assert "ratio_from" not in s and s["predicted_final"] == pytest.approx(anchored_forecast(prior, 1.30, early, total)[1]["predicted_final"])
+
+
+def test_the_callback_uses_the_rungs_ratio_when_the_predict_step_wrote_one(tmp_path):
+    from ladder.analysis.eval_ratios import HERO_EVAL_RATIO_CSV
+
+    total = 800
+    predict_dir, hero_dir = tmp_path / "predict", tmp_path / "hero"
+    predict_dir.mkdir()
+    hero_dir.mkdir()
+    layout.write_csv_atomic(predict_dir / layout.HERO_CURVE, prior_curve(total))
+    layout.write_json_atomic(predict_dir / layout.PREDICTION,
+                             {"hero": {"predicted_final_loss": 1.30, "upper": 1.36, "level": 0.9}})
+    layout.write_csv_atomic(predict_dir / HERO_EVAL_RATIO_CSV, pd.DataFrame(
+        {"frac": [0.25, 0.5, 0.75], "log_ratio": [0.2, 0.12, 0.08], "sigma": [0.02, 0.01, 0.005], "from": "rung_5"}))
+    rung = RungSpec(name="hero", model=ModelSpec(d_model=32, n_layers=1, n_heads=2), tokens=total * 16 * 128,
+                    batch_size=16, seq_len=128)
+    cb = ForecastCallback(rung, str(hero_dir), {"predict": str(predict_dir)}, every=200)
+    for step, loss in ((200, 1.6), (400, 1.5), (600, 1.42), (800, 1.33)):
+        with open(hero_dir / layout.EVAL, "a") as fh:
+            fh.write(json.dumps({"step": step, "eval_loss": loss}) + "\n")
+        cb.on_eval(step, {"eval_loss": loss})
+    snaps = pd.read_json(hero_dir / layout.FORECASTS, lines=True)
+    assert list(snaps["at_step"]) == [200, 400, 600, 800]
+    assert list(snaps["ratio_from"].iloc[:3]) == ["rung_5"] * 3 and snaps["predicted_final"].iloc[-1] == 1.33

@@ -7,6 +7,7 @@ resubmit, and run a second ladder whose rung diverges to see the gate block the 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -104,6 +105,9 @@ def test_every_step_succeeds_and_writes_its_artifacts(smoke_root):
     ratio = ratio_at(fit["curve_law"]["eval_over_train_trend"], pred["flops"])
     assert pred["curve_law_eval_over_train"] == pytest.approx(ratio)
     assert pred["curve_law_final_eval_loss"] == pytest.approx(pred["curve_law_final_train_loss"] * ratio)
+    # Where the two laws part at the hero, the interval (and the band above, checked at the hero) carries it.
+    parted = abs(math.log(pred["curve_law_final_eval_loss"] / pred["predicted_final_loss"]))
+    assert pred["interval"]["sigma_model"] == pytest.approx(parted, rel=1e-9) and parted > 0
     gate = json.loads((steps["gate"]["dir"] / "gate.json").read_text())
     assert any("no residual" in w for w in gate["warnings"]) == bool(fit["backtest"]["underdetermined"])
     # The backtest's seed-noise band, and the gate's word when its threshold sits inside it.
