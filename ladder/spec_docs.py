@@ -114,6 +114,8 @@ FIELD_DOCS = {
     "GateSpec.allow_diverged": "let the hero start although a rung diverged",
     "GateSpec.accept_single_seed": "with one seed per size, accept the stated prior on seed-to-seed spread instead of a warning",
     "GateSpec.require_replicas": "block the hero unless replicas measured the seed spread",
+    "GateSpec.replica_outlier_level": ("block when one size's seeds disagree beyond the other sizes' spread at this "
+                                       "family-wise p (0: never; a warning below 0.05)"),
     "WandbSpec.entity": "W&B entity (None: WANDB_ENTITY, else your default)",
     "WandbSpec.project": "W&B project (None: WANDB_PROJECT, else the ladder's name)",
 }

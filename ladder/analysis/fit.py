@@ -27,6 +27,7 @@ from ladder.analysis.finals import (
     seed_spread,
 )
 from ladder.analysis.intervals import carried_luck, model_sigma, target_intervals
+from ladder.analysis.outliers import DESCRIBE_BELOW, describe_outlier, replica_outlier
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
 from ladder.analysis.seeds import seed_noise
@@ -101,11 +102,15 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
         layout.write_csv_atomic(out / EVAL_RATIOS_CSV, ratios)
     curve_bt = curve_backtest(points, dep_dirs, fit, backtest)
 
+    outlier = replica_outlier(points)
+    if outlier is not None and outlier["p_family"] < DESCRIBE_BELOW:
+        target = (hero.model.params_active, hero.tokens, hero.flops) if hero else None
+        outlier = describe_outlier(points, fit, outlier, target, law_predict(result, *target) if target else None)
     summary = {"law": result.law if not result.config.get("tied_exponents") else "chinchilla_tied",
                "params": result.params, "n_points": result.n_points, "n_rungs": int(len(finals)),
                "objective": result.objective, "bootstrap": int(fit.bootstrap), "level": level,
                "fit_on": list(finals["name"]), "excluded": excluded, "seed_spread": seed_spread(points),
-               "seed_noise": seeds, "underdetermined": exact}
+               "seed_noise": seeds, "underdetermined": exact, "replica_outlier": outlier}
     doc = {"summary": summary, "law": result.to_dict(), "backtest": backtest, "hero_ratio": ratio,
            "bootstrap_params": samples,
            "curve_method": "final-loss law at the tokens so far x the rungs' schedule factor c(run fraction)",

@@ -44,7 +44,9 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
             reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, wider than {gate['max_interval_width']:.1%}")
     elif fit_doc:
         reasons.append("no hero prediction")
-    warnings, seeds = _seed_warnings(fit_doc, pred, gate, reasons)
+    _outlier_verdict(fit_doc, config, gate, reasons, warnings := [])
+    more, seeds = _seed_warnings(fit_doc, pred, gate, reasons)
+    warnings.extend(more)
     backtest = (fit_doc or {}).get("backtest") or {}
     if backtest.get("ok") and backtest.get("underdetermined"):
         warnings.append(f"the backtest has no residual ({backtest['underdetermined']} below the hero's ratio): its error "
@@ -60,6 +62,22 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     if not passed and not force and not advisory:
         raise Blocked(reasons)
     return verdict
+
+
+def _outlier_verdict(fit_doc: dict | None, config: dict, gate: dict, reasons: list[str], warnings: list[str]) -> None:
+    """A replica far beyond the other sizes' seed spread (ladder.analysis.outliers): blocked below the gate's
+    family-wise level, a warning below the fit's describing level."""
+    from ladder.analysis.outliers import outlier_reason
+
+    outlier = ((fit_doc or {}).get("summary") or {}).get("replica_outlier")
+    if not outlier or "odd_run" not in outlier:
+        return
+    line = outlier_reason(outlier, list(config["rungs"]))
+    level = float(gate.get("replica_outlier_level", 0.0))
+    if outlier["p_family"] < level:
+        reasons.append(line)
+    else:
+        warnings.append(line)
 
 
 def band_text(noise: dict) -> str:

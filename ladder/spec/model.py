@@ -30,7 +30,9 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # Likewise: runs from before the field evaluated with capacity dispatch.
                          "eval_dropless": False,
                          # Likewise: a gate from before the field blocked on the threshold alone.
-                         "backtest_rule": "threshold"}
+                         "backtest_rule": "threshold",
+                         # A gate from before the field had no replica check; at the default it keeps its address.
+                         "replica_outlier_level": 0.01}
 
 
 class SpecError(ValueError):

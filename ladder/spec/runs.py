@@ -206,6 +206,9 @@ class GateSpec:
     allow_diverged: bool = False
     accept_single_seed: bool = False  # one seed per size: accept the stated seed-spread prior (else a warning)
     require_replicas: bool = False  # block the hero unless the ladder measured its seed spread with replicas
+    # block when one size's seeds disagree beyond the other sizes' spread at this family-wise p (0: never;
+    # a warning from 0.05); ladder.analysis.outliers
+    replica_outlier_level: float = 0.01
 
 
 @dataclass(frozen=True)

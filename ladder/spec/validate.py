@@ -263,6 +263,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)
     _number_in(problems, "gate.max_interval_width", spec.gate.max_interval_width, 0, 100, lo_open=True)
     _choice(problems, "gate.backtest_rule", spec.gate.backtest_rule, BACKTEST_RULES)
+    _number_in(problems, "gate.replica_outlier_level", spec.gate.replica_outlier_level, 0, 1)
     _validate_isoflop(problems, spec)
     _choice(problems, "wandb.mode", spec.wandb.mode, WANDB_MODES)
     if not (isinstance(spec.wandb.tags, tuple | list) and all(isinstance(t, str) and t for t in spec.wandb.tags)):
