@@ -127,7 +127,7 @@ def test_the_heros_eval_ratio_is_the_largest_rungs_with_how_far_it_still_moved(t
     assert hero_eval_ratio(table[table["size"] == "c"], 1e13) is None  # one size says nothing of the trend
 
 
-def test_a_snapshot_reads_the_final_from_the_rungs_ratio_and_weighs_it_with_the_prediction():
+def test_a_snapshot_reads_the_final_from_the_rungs_ratio_with_its_sigma():
     from ladder.forecast import ratio_forecast
 
     total = 1000
@@ -136,25 +136,25 @@ def test_a_snapshot_reads_the_final_from_the_rungs_ratio_and_weighs_it_with_the_
                           "sigma": [0.03, 0.012, 0.006, 0.003], "from": "rung_5"})
     true_final = 1.33
     prediction = {"predicted_final_loss": 1.30, "upper": 1.30 * np.exp(1.6449 * 0.015), "level": 0.9}
-    seen = {s: true_final * np.exp(r) for s, r in zip((200, 400, 600, 800), ratio["log_ratio"], strict=True)}
-    errors, weights = [], []
-    for step in (200, 400, 600, 800):
-        observed = pd.DataFrame({"step": list(seen)[: step // 200], "eval_loss": list(seen.values())[: step // 200]})
+    # the hero 1% above the rungs' ratio at every eval: each snapshot is 1% off, its band the ratio's sigma
+    seen = {s: true_final * np.exp(r) * 1.01 for s, r in zip((200, 400, 600, 800), ratio["log_ratio"], strict=True)}
+    widths = []
+    for step, sigma in zip(seen, ratio["sigma"], strict=True):
+        observed = pd.DataFrame({"step": [s for s in seen if s <= step], "eval_loss": [v for s, v in seen.items() if s <= step]})
         curve, s = ratio_forecast(prior, prediction, observed, total, ratio)
-        w = s["weight_observed"]
-        want = np.exp(w * np.log(true_final) + (1 - w) * np.log(1.30))
-        assert s["predicted_final"] == pytest.approx(want, rel=1e-9) and s["ratio_from"] == "rung_5"
-        sigma = w * s["sigma_observed"] + (1 - w) * s["sigma_prior"]
-        assert np.log(s["upper"] / s["predicted_final"]) == pytest.approx(1.6449 * sigma, rel=1e-3)
-        assert s["lower"] < s["predicted_final"] < s["upper"]
+        assert s["predicted_final"] == pytest.approx(true_final * 1.01, rel=1e-9) and s["ratio_from"] == "rung_5"
+        assert s["sigma"] == pytest.approx(sigma) and np.log(s["upper"] / s["predicted_final"]) == pytest.approx(1.6449 * sigma, rel=1e-3)
         # the curve passes through the observed point, with no band there, and ends at the forecast
         at = curve.loc[curve["step"] == step].iloc[0]
         assert at["loss"] == pytest.approx(seen[step], rel=1e-9) and at["upper"] == at["lower"] == at["loss"]
         assert curve["loss"].iloc[-1] == pytest.approx(s["predicted_final"], rel=1e-9)
-        errors.append(abs(s["predicted_final"] / true_final - 1))
-        weights.append(w)
-    # later evals pin the final tighter than the prediction does: the weight moves to them
-    assert weights == sorted(weights) and weights[-1] > 0.9 and errors[-1] < errors[0]
+        assert curve["upper"].iloc[-1] == pytest.approx(s["upper"], rel=1e-9)
+        widths.append(s["upper"] - s["lower"])
+    assert widths == sorted(widths, reverse=True)
+    # between the rungs' evals the ratio and its sigma are interpolated in the fraction
+    mid = pd.DataFrame({"step": [700], "eval_loss": [1.5]})
+    _, s = ratio_forecast(prior, prediction, mid, total, ratio)
+    assert s["predicted_final"] == pytest.approx(1.5 / np.exp(0.115)) and s["sigma"] == pytest.approx(0.0045)
     # before the rungs' first eval there is no ratio to read: the prior re-anchored, as without ratios
     early = pd.DataFrame({"step": [100], "eval_loss": [1.9]})
     _, s = ratio_forecast(prior, prediction, early, total, ratio)
