@@ -20,6 +20,18 @@ def prior_curve(total: int) -> pd.DataFrame:
     return pd.DataFrame({"step": steps, "loss": loss, "lower": loss * 0.97, "upper": loss * 1.03})
 
 
+def hero_setup(tmp_path, total: int, hero: dict):
+    """A predict folder (prior curve, prediction.json with `hero`), an empty hero folder and the hero's rung."""
+    predict_dir, hero_dir = tmp_path / "predict", tmp_path / "hero"
+    predict_dir.mkdir()
+    hero_dir.mkdir()
+    layout.write_csv_atomic(predict_dir / layout.HERO_CURVE, prior_curve(total))
+    layout.write_json_atomic(predict_dir / layout.PREDICTION, {"hero": hero})
+    rung = RungSpec(name="hero", model=ModelSpec(d_model=32, n_layers=1, n_heads=2), tokens=total * 16 * 128,
+                    batch_size=16, seq_len=128)
+    return predict_dir, hero_dir, rung
+
+
 def test_a_steady_offset_is_carried_to_the_final():
     prior = prior_curve(1000)
     predicted_final = 1.35  # the prediction's final eval loss (the prior curve ends at about 1.32)
@@ -34,13 +46,7 @@ def test_a_steady_offset_is_carried_to_the_final():
 
 def test_the_callback_snapshots_on_evals_and_lands_on_the_end(tmp_path):
     total = 800
-    predict_dir, hero_dir = tmp_path / "predict", tmp_path / "hero"
-    predict_dir.mkdir()
-    hero_dir.mkdir()
-    layout.write_csv_atomic(predict_dir / layout.HERO_CURVE, prior_curve(total))
-    layout.write_json_atomic(predict_dir / layout.PREDICTION, {"hero": {"predicted_final_loss": 1.30}})
-    rung = RungSpec(name="hero", model=ModelSpec(d_model=32, n_layers=1, n_heads=2), tokens=total * 16 * 128,
-                    batch_size=16, seq_len=128)
+    predict_dir, hero_dir, rung = hero_setup(tmp_path, total, {"predicted_final_loss": 1.30})
     cb = ForecastCallback(rung, str(hero_dir), {"predict": str(predict_dir)}, every=200)
     rng = np.random.default_rng(0)
     evals = {s: 1.25 + 3.1 * s ** -0.3 + rng.normal(0, 1e-3) for s in range(80, total + 1, 80)}
@@ -165,16 +171,9 @@ def test_the_callback_uses_the_rungs_ratio_when_the_predict_step_wrote_one(tmp_p
     from ladder.analysis.eval_ratios import HERO_EVAL_RATIO_CSV
 
     total = 800
-    predict_dir, hero_dir = tmp_path / "predict", tmp_path / "hero"
-    predict_dir.mkdir()
-    hero_dir.mkdir()
-    layout.write_csv_atomic(predict_dir / layout.HERO_CURVE, prior_curve(total))
-    layout.write_json_atomic(predict_dir / layout.PREDICTION,
-                             {"hero": {"predicted_final_loss": 1.30, "upper": 1.36, "level": 0.9}})
+    predict_dir, hero_dir, rung = hero_setup(tmp_path, total, {"predicted_final_loss": 1.30, "upper": 1.36, "level": 0.9})
     layout.write_csv_atomic(predict_dir / HERO_EVAL_RATIO_CSV, pd.DataFrame(
         {"frac": [0.25, 0.5, 0.75], "log_ratio": [0.2, 0.12, 0.08], "sigma": [0.02, 0.01, 0.005], "from": "rung_5"}))
-    rung = RungSpec(name="hero", model=ModelSpec(d_model=32, n_layers=1, n_heads=2), tokens=total * 16 * 128,
-                    batch_size=16, seq_len=128)
     cb = ForecastCallback(rung, str(hero_dir), {"predict": str(predict_dir)}, every=200)
     for step, loss in ((200, 1.6), (400, 1.5), (600, 1.42), (800, 1.33)):
         with open(hero_dir / layout.EVAL, "a") as fh:

@@ -7,24 +7,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from test_analysis_replicas import ALPHA, A, E
+from test_analysis_replicas import _points as replica_points
 
 from ladder.analysis.outliers import describe_outlier, outlier_reason, replica_outlier
 from ladder.spec import FitSpec
 
-E, A, ALPHA = 0.7, 190.0, 0.19
 
-
-def _points(offsets: dict[tuple[int, int], float]) -> pd.DataFrame:
-    rows = []
-    for i, n in enumerate((8e3, 18e3, 32e3, 49e3, 71e3)):
-        tokens = 50 * n
-        flops = 6.5 * n * tokens
-        for replica in (0, 1):
-            loss = (E + A * flops ** -ALPHA) * math.exp(offsets.get((i, replica), 0.0))
-            rows.append({"name": f"rung_{i + 1}" + (f"_r{replica}" if replica else ""), "size": f"{n:.0f}x{tokens:.0f}",
-                         "kind": "final", "params": n, "tokens": tokens, "flops": flops, "loss": loss,
-                         "flops_per_token": flops / tokens})
-    return pd.DataFrame(rows)
+def _points(log_offsets: dict[tuple[int, int], float]) -> pd.DataFrame:
+    """test_analysis_replicas' five sizes, two seeds each, on its known law, each run moved by its log offset."""
+    return replica_points({k: math.expm1(v) for k, v in log_offsets.items()})
 
 
 # every pair 0.3-0.6% apart, as on the tiny ladder's calm sizes
