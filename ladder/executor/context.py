@@ -13,7 +13,7 @@ from typing import Any
 from .fresh import drop_previous, set_aside
 from .hashing import canonical
 from .lease import BLOCKED, DEFAULT_HEARTBEAT, FAILED, STATUS_FILE, SUCCESS, beat, write_final
-from .provenance import step_json_path, worker_environment
+from .provenance import read_git, step_json_path, worker_environment
 from .step import Blocked, Interrupted, resolve_fn
 from .store import Store
 
@@ -157,6 +157,11 @@ def execute_step(payload: dict) -> dict:
         prov["previous_outputs"] = set_aside(store, d, payload["aside"])
     prov.update(host=socket.gethostname(), pid=os.getpid(), start=start, end=None, status="RUNNING",
                 worker=worker_environment())
+    # The code that runs is the worker's checkout as it is now, not as the driver read it at submit: a
+    # change made while a ladder runs (or another checkout on another node) is recorded as what ran.
+    here = read_git()
+    if here is not None and here != prov.get("git"):
+        prov["driver_git"], prov["git"] = prov.get("git"), here
     store.write_json(step_json_path(store, d), prov)
     ctx = StepContext(root=payload["root"], name=payload["name"], hash=payload["hash"], out_dir=payload["url"],
                       dep_dirs=payload["dep_dirs"], run_id=run_id, reason=payload["reason"],

@@ -54,14 +54,14 @@ def git_info(cwd: str | None = None) -> dict[str, Any] | None:
 
 def read_git(cwd: str | None = None) -> dict[str, Any] | None:
     """{"commit", "dirty"} of the git checkout holding ``cwd`` (default: this package's source), None
-    outside git."""
+    outside git. Dirty counts untracked files git does not ignore: a new module is code that runs."""
     cwd = cwd or code_dir()
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
                                 timeout=5)
         if commit.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=cwd,
                                capture_output=True, text=True, timeout=5)
         return {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
     except (OSError, subprocess.SubprocessError):
