@@ -283,6 +283,10 @@ draw, and the seed-to-seed spread quoted is the yardstick):
   12-18: 5 -> 7 of 7 inside); blind on 19-21, 2 of 3 inside (seed 20 outside by 0.3%). The hero's live
   forecast now divides its eval by the largest rung's eval(f)/eval(end) (the pre-hero curve, a train-loss
   shape, under-stated the cooldown drop: at 80% it forecast 0.9-3.1% high with a band covering 3 of 7).
+  Seed 22, drawn on all of it (pre-registered): backtest +1.39%, gate passes; hero -3.63% (1.2499
+  [1.1919, 1.3107] against 1.2970), inside only through the laws' disagreement (the whole-curve law
+  -1.09%); X -3.82%; the live forecast -2.6 / -1.4 / +0.1 / -0.9% at 20-80%, all inside; `make demo`
+  14.1 min on an idle machine.
 """
 
 from ladder.recipe import Recipe
