@@ -4,7 +4,6 @@ eval curves, the matched-progress laws chosen by backtests (ladder.analysis.prog
 from __future__ import annotations
 
 import contextlib
-import math
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import pandas as pd
 from ladder import layout
 from ladder.analysis.backtests import backtest_at_ratio, backtest_noise, curve_backtest
 from ladder.analysis.beside import beside
-from ladder.analysis.curves import curve_law_final_eval, fit_curve_law, schedule_factors
+from ladder.analysis.curves import fit_curve_law, schedule_factors
 from ladder.analysis.eval_ratios import EVAL_RATIOS_CSV, rung_eval_ratios
 from ladder.analysis.finals import (
     _targets_along,
@@ -26,7 +25,7 @@ from ladder.analysis.finals import (
     predict_samples,
     seed_spread,
 )
-from ladder.analysis.intervals import carried_luck, model_sigma, target_intervals
+from ladder.analysis.intervals import carried_luck, hero_disagreement, target_intervals
 from ladder.analysis.outliers import DESCRIBE_BELOW, describe_outlier, replica_outlier
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
@@ -125,12 +124,7 @@ def _write_law_band(points, fit, result, backtest, hero, doc, out: Path, *, flop
     """law_curve.csv: the calibrated interval at each compute, the hero's own composition, so the band
     at the hero's compute is its interval; the bootstrap's percentiles beside it (alone they are not
     calibrated: see intervals.py)."""
-    disagreement = None
-    second = curve_law_final_eval(hero, doc) if hero else None
-    if second is not None:
-        largest = float(points.loc[points["kind"] == "final", "flops"].max())
-        disagreement = model_sigma(law_predict(result, hero.model.params_active, hero.tokens, hero.flops), second[2],
-                                   math.log10(hero.flops / largest))
+    _, disagreement = hero_disagreement(points, result, hero, doc)
     level = fit.level
     calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level, disagreement, carried)
     law_curve = pd.DataFrame({"flops": flops_grid, "loss": [c for c, _, _, _ in calibrated],

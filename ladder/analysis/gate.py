@@ -44,7 +44,8 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
             reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, wider than {gate['max_interval_width']:.1%}")
     elif fit_doc:
         reasons.append("no hero prediction")
-    _outlier_verdict(fit_doc, config, gate, reasons, warnings := [])
+    blocking, warnings = _outlier_verdict(fit_doc, config, gate)
+    reasons.extend(blocking)
     more, seeds = _seed_warnings(fit_doc, pred, gate, reasons)
     warnings.extend(more)
     backtest = (fit_doc or {}).get("backtest") or {}
@@ -64,20 +65,18 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     return verdict
 
 
-def _outlier_verdict(fit_doc: dict | None, config: dict, gate: dict, reasons: list[str], warnings: list[str]) -> None:
-    """A replica far beyond the other sizes' seed spread (ladder.analysis.outliers): blocked below the gate's
-    family-wise level, a warning below the fit's describing level."""
+def _outlier_verdict(fit_doc: dict | None, config: dict, gate: dict) -> tuple[list[str], list[str]]:
+    """(reasons, warnings) for a replica far beyond the other sizes' seed spread (ladder.analysis.outliers):
+    it blocks below the gate's family-wise level and warns below the fit's describing level."""
     from ladder.analysis.outliers import outlier_reason
 
     outlier = ((fit_doc or {}).get("summary") or {}).get("replica_outlier")
     if not outlier or "odd_run" not in outlier:
-        return
+        return [], []
     line = outlier_reason(outlier, list(config["rungs"]))
-    level = float(gate.get("replica_outlier_level", 0.0))
-    if outlier["p_family"] < level:
-        reasons.append(line)
-    else:
-        warnings.append(line)
+    if outlier["p_family"] < float(gate.get("replica_outlier_level", 0.0)):
+        return [line], []
+    return [], [line]
 
 
 def band_text(noise: dict) -> str:

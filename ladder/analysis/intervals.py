@@ -76,6 +76,19 @@ def model_sigma(final_law: float, curve_law: float | None, decades_hero: float) 
     return {"log_ratio": math.log(curve_law / final_law), "decades": decades_hero}
 
 
+def hero_disagreement(points: pd.DataFrame, result, hero, doc: dict) -> tuple[tuple | None, dict | None]:
+    """(curves.curve_law_final_eval's result, model_sigma's) for the hero: what the fit's band and the
+    predict step's interval both widen by, computed one way."""
+    from ladder.analysis.curves import curve_law_final_eval
+
+    second = curve_law_final_eval(hero, doc) if hero else None
+    if second is None:
+        return None, None
+    largest = float(points.loc[points["kind"] == "final", "flops"].max())
+    final_law = law_predict(result, hero.model.params_active, hero.tokens, hero.flops)
+    return second, model_sigma(final_law, second[2], math.log10(hero.flops / largest))
+
+
 def carried_luck(points: pd.DataFrame, fit, result, targets: list[tuple[float, float, float]],
                  seeds: dict) -> tuple[np.ndarray, float | None]:
     """(the rungs' luck carried through the refit to each target, the sizes' residual sigma): the costly

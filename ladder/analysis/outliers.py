@@ -21,18 +21,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ladder.analysis.seeds import size_spreads
+
 DESCRIBE_BELOW = 0.05  # the fit describes the odd run (two refits) when the family-wise p is below this
 
 
 def replica_outlier(points: pd.DataFrame) -> dict | None:
     """The replicated size whose seeds disagree most against the others' spread, with its family-wise p;
     None where fewer than three sizes have replicas."""
-    finals = points[points["kind"] == "final"]
-    logs = pd.Series(np.log(finals["loss"].to_numpy(float)), index=finals.index)
-    by_size = logs.groupby(finals["size"])
-    ss = by_size.apply(lambda g: float(((g - g.mean()) ** 2).sum()))
-    dof = by_size.count() - 1
-    replicated = [s for s in ss.index if dof[s] > 0]
+    ss, dof = size_spreads(points)
+    replicated = list(dof.index)
     if len(replicated) < 3:  # the others' spread needs two sizes behind it
         return None
     tests = []
@@ -47,7 +45,7 @@ def replica_outlier(points: pd.DataFrame) -> dict | None:
     if not tests:
         return None
     p, size, ratio, sigma_others = min(tests)
-    runs = finals[finals["size"] == size]
+    runs = points[(points["kind"] == "final") & (points["size"] == size)]
     return {"size": size, "runs": list(runs["name"]), "losses": [float(x) for x in runs["loss"]],
             "spread": float(np.log(runs["loss"].max() / runs["loss"].min())), "ratio": ratio,
             "sigma_others": sigma_others, "p": p, "p_family": min(1.0, p * len(tests)), "sizes_tested": len(tests)}

@@ -3,7 +3,6 @@ interval calibrated for extrapolation, and its whole curve (step, tokens, loss, 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from ladder import layout
-from ladder.analysis.curves import _hero_curve, curve_law_final_eval
+from ladder.analysis.curves import _hero_curve
 from ladder.analysis.eval_ratios import EVAL_RATIOS_CSV, HERO_EVAL_RATIO_CSV, hero_eval_ratio
-from ladder.analysis.finals import law_predict, predict_samples
+from ladder.analysis.finals import predict_samples
 from ladder.analysis.fit import _fit_spec
-from ladder.analysis.intervals import model_sigma, target_intervals
+from ladder.analysis.intervals import hero_disagreement, target_intervals
 from ladder.analysis.seeds import seed_noise
 from ladder.spec import rung_from_dict
 
@@ -55,10 +54,7 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
     samples = doc.get("bootstrap_params") or []
     boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
     seeds = doc["summary"].get("seed_noise") or seed_noise(points)
-    second = curve_law_final_eval(hero, doc) if hero else None
-    disagreement = None
-    if second is not None:
-        disagreement = model_sigma(law_predict(result, *targets[0][1:]), second[2], math.log10(hero.flops / largest))
+    second, disagreement = hero_disagreement(points, result, hero, doc)
     intervals = target_intervals(points, fit, result, doc["backtest"], [t[1:] for t in targets], boot, seeds, fit.level,
                                  disagreement)
     rows = []

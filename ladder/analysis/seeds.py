@@ -38,18 +38,23 @@ def prior_sigma(tokens: float) -> float:
     return float(math.exp(math.log(s0) + u * (math.log(s1) - math.log(s0))))
 
 
+def size_spreads(points: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(sum of squares of log final loss about its size's mean, degrees of freedom), one entry per size
+    with replicas (more than one run)."""
+    finals = points[points["kind"] == "final"]
+    groups = pd.Series(np.log(finals["loss"].to_numpy(float))).groupby(finals["size"].to_numpy())
+    ss = groups.apply(lambda g: float(((g - g.mean()) ** 2).sum()))
+    dof = groups.count() - 1
+    multi = dof[dof > 0].index
+    return ss[multi], dof[multi]
+
+
 def pooled_sigma(points: pd.DataFrame) -> tuple[float, int, int] | None:
     """(pooled within-size std of log final loss, sizes with replicas, runs in them); None without replicas."""
-    finals = points[points["kind"] == "final"]
-    logs = np.log(finals["loss"].to_numpy(float))
-    groups = pd.Series(logs).groupby(finals["size"].to_numpy())
-    counts = groups.count()
-    multi = counts[counts > 1].index
-    if len(multi) == 0:
+    ss, dof = size_spreads(points)
+    if dof.empty:
         return None
-    ss = float(sum(((g - g.mean()) ** 2).sum() for k, g in groups if k in multi))
-    dof = int(sum(counts[k] - 1 for k in multi))
-    return math.sqrt(ss / dof), int(len(multi)), int(counts[multi].sum())
+    return math.sqrt(float(ss.sum()) / int(dof.sum())), int(len(dof)), int((dof + 1).sum())
 
 
 def seed_noise(points: pd.DataFrame) -> dict[str, Any]:
