@@ -2,12 +2,16 @@
 
 Prints one table: Chinchilla 4,500-start fit time and optimum match, 1,000-resample bootstrap time
 and overlap with Epoch's intervals, the C < 1e20 hold-out's error and calibrated coverage,
-multi-power prediction errors per model size, the joint (across sizes) prediction of 400M, and
+multi-power prediction errors per model size, L-BFGS-B's cost an iteration with BLAS's default
+threads against the one thread fits use (alone, and beside a process doing the same), the joint (across sizes) prediction of 400M, and
 the OLMo 13B final-loss error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -22,6 +26,37 @@ def _timed(fn, *a, **k):
     t = time.perf_counter()
     out = fn(*a, **k)
     return out, time.perf_counter() - t
+
+
+# A 3-parameter law by scipy's L-BFGS-B, as fits.lbfgs.polish runs it; the script prints ms an iteration.
+_LBFGS = """
+import sys, time, numpy as np
+from scipy.optimize import minimize
+x = np.linspace(0, 1, 10); y = 1 + 2 * np.exp(-3 * x)
+def fg(p):
+    e = np.exp(-p[2] * x); r = p[0] + p[1] * e - y
+    return (r * r).sum(), np.array([2 * r.sum(), 2 * (r * e).sum(), -2 * (r * p[1] * x * e).sum()])
+def run(seconds):
+    t, n = time.perf_counter(), 0
+    while time.perf_counter() - t < seconds:
+        n += minimize(fg, [0.5, 1.0, 1.0], jac=True, method="L-BFGS-B", bounds=[(0, 10)] * 3).nit
+    return 1e3 * (time.perf_counter() - t) / n
+"""
+
+
+def _lbfgs_ms(one_thread: bool, neighbour: bool) -> float:
+    """ms an L-BFGS-B iteration with BLAS's default threads or fits' one, alone or beside a process doing the same."""
+    from fits.threads import one_blas_thread
+
+    scope: dict = {}
+    exec(_LBFGS, scope)
+    busy = subprocess.Popen([sys.executable, "-c", _LBFGS + "run(3.0)"]) if neighbour else None
+    try:
+        with one_blas_thread() if one_thread else contextlib.nullcontext():
+            return scope["run"](2.0)
+    finally:
+        if busy is not None:
+            busy.wait()
 
 
 def main() -> None:
@@ -90,6 +125,11 @@ def main() -> None:
         te = [np.mean(np.abs(fits.predict_schedule(tres, data[n]) / data[n]["loss"].to_numpy() - 1))
               for n in reference.MULTIPOWER_SCHEDULES[3:]]
         rows.append((f"  tissue law {size}: mean rel err", f"{np.mean(te):.3%}", "(comparison)"))
+
+    for neighbour in (False, True):
+        default, one = _lbfgs_ms(False, neighbour), _lbfgs_ms(True, neighbour)
+        rows.append((f"L-BFGS-B on 3 parameters, ms an iteration{', a busy process beside' if neighbour else ', alone'}",
+                     f"{default:.3f} BLAS default, {one:.3f} one thread ({default / one:.1f}x)", "fits use one thread"))
 
     small = {SIZES[s]: [reference.multipower_curves(s)[n] for n in reference.MULTIPOWER_FIT_ON] for s in ("25M", "100M")}
     jres, t_j = _timed(fits.fit_joint_curves, small, law="multipower", block=64)

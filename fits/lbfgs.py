@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fits.threads import one_blas_thread
+
 # f(X, rows) -> (f, g): X is (k, P), rows the (k,) problem indices of those rows (so a closure can
 # pick per-problem data such as bootstrap weights); f is (k,), g is (k, P).
 BatchObjective = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -36,6 +38,7 @@ class BatchResult:
     n_evals: int
 
 
+@one_blas_thread()
 def minimize_batched(
     fun: BatchObjective,
     x0: np.ndarray,
@@ -198,8 +201,9 @@ def polish(fun: BatchObjective, x0: np.ndarray, row: int = 0) -> tuple[np.ndarra
         f, g = fun(x[None, :], rows)
         return float(f[0]), g[0]
 
-    res = minimize(fg, np.asarray(x0, dtype=np.float64), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 20000, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-12})
+    with one_blas_thread():  # after the import above: scipy's own OpenBLAS is loaded by then
+        res = minimize(fg, np.asarray(x0, dtype=np.float64), jac=True, method="L-BFGS-B",
+                       options={"maxiter": 20000, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-12})
     return res.x, float(res.fun), bool(res.success)
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 from scipy.optimize import least_squares, minimize_scalar
 
 from fits.result import FitResult
+from fits.threads import one_blas_thread
 
 LOG_C0 = math.log(1e21)  # centres ln C so the polynomial coefficients are of order one
 
@@ -107,7 +108,8 @@ def fit_progress(points: pd.DataFrame, degree: int = 3, pin_E: float | None = No
         if pin_E is None:
             lo[0], hi[0] = 0.0, e_hi
         try:
-            res = least_squares(resid, th0, jac=jac, bounds=(lo, hi), x_scale="jac")
+            with one_blas_thread():
+                res = least_squares(resid, th0, jac=jac, bounds=(lo, hi), x_scale="jac")
         except ValueError:
             continue
         if np.isfinite(res.cost) and (best is None or res.cost < best.cost):

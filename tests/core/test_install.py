@@ -3,7 +3,7 @@
 Chinchilla reference table that ships inside the wheel. Nothing of the training stack may come
 along, and a training command must say in one line what to install.
 
-pip resolves numpy, scipy, pandas and click from the machine's package index (and its cache), as
+pip resolves numpy, scipy, pandas, click and threadpoolctl from the machine's package index (and its cache), as
 `pip install .` would; the wheel is built from a copy of the sources so the checkout gains no
 build/ folder. About 15 s here (wheel 5 s, venv + install 5 s, commands 5 s).
 """
@@ -52,7 +52,7 @@ def test_the_wheel_carries_the_reference_data_license_and_type_markers(wheel):
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:") and "extra ==" not in ln]
-    assert sorted(r.split()[1].split(">")[0].split("<")[0] for r in requires) == ["click", "numpy", "pandas", "scipy"]
+    assert sorted(r.split()[1].split(">")[0].split("<")[0] for r in requires) == ["click", "numpy", "pandas", "scipy", "threadpoolctl"]
     assert "License-Expression: Apache-2.0" in meta and "Provides-Extra: train" in meta
 
 
