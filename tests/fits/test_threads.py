@@ -1,5 +1,6 @@
 """fits.threads: every loaded BLAS at one thread inside the fits, the caller's setting restored after,
-including scipy's own OpenBLAS when scipy is first imported after the limit was first used."""
+including scipy's own OpenBLAS when scipy is first imported after the limit was first used (or inside
+an outer block), and when fits run in several threads at once."""
 
 from __future__ import annotations
 
@@ -22,11 +23,25 @@ def blas():
 out = {"numpy_before": blas()}
 with one_blas_thread():
     out["numpy_inside"] = blas()
-import scipy.optimize  # brings scipy's own OpenBLAS
+with one_blas_thread():
+    import scipy.optimize  # brings scipy's own OpenBLAS, inside an outer block
+    with one_blas_thread():
+        out["nested_inside"] = blas()
 out["both_before"] = blas()
 with one_blas_thread():
     out["both_inside"] = blas()
 out["both_after"] = blas()
+
+# Fits in several threads at once: whatever the interleaving, the caller's setting comes back.
+import threading
+from fits.compute import fit_compute
+flops = np.logspace(18, 21, 8)
+workers = [threading.Thread(target=fit_compute, args=(flops, 1.7 + 400 * flops ** -0.15)) for _ in range(4)]
+for w in workers:
+    w.start()
+for w in workers:
+    w.join()
+out["after_threads"] = blas()
 print(json.dumps(out))
 """
 
@@ -39,8 +54,10 @@ def test_one_blas_thread_limits_every_loaded_blas_and_restores_it():
     assert out["numpy_before"] and all(n == 2 for _, n in out["numpy_before"]), out
     assert all(n == 1 for _, n in out["numpy_inside"]), out
     assert len(out["both_before"]) > len(out["numpy_before"]), out  # scipy's library is a second one
+    assert all(n == 2 for _, n in out["both_before"]), out  # the nested block restored both
+    assert len(out["nested_inside"]) == len(out["both_before"]) and all(n == 1 for _, n in out["nested_inside"]), out
     assert all(n == 1 for _, n in out["both_inside"]), out  # scipy's too, though loaded after the first use
-    assert out["both_after"] == out["both_before"], out
+    assert out["both_after"] == out["both_before"] == out["after_threads"], out
 
 
 def test_a_fit_leaves_the_callers_blas_threads_as_they_were():
