@@ -3,8 +3,8 @@
 Prints one table: Chinchilla 4,500-start fit time and optimum match, 1,000-resample bootstrap time
 and overlap with Epoch's intervals, the C < 1e20 hold-out's error and calibrated coverage,
 multi-power prediction errors per model size, L-BFGS-B's cost an iteration with BLAS's default
-threads against the one thread fits use (alone, and beside a process doing the same), the joint (across sizes) prediction of 400M, and
-the OLMo 13B final-loss error.
+threads against the one thread fits use (alone, and beside a process doing the same), the joint
+(across sizes) prediction of 400M, and the OLMo 13B final-loss error.
 """
 
 from __future__ import annotations

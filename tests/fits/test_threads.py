@@ -60,22 +60,25 @@ def test_one_blas_thread_limits_every_loaded_blas_and_restores_it():
     assert out["both_after"] == out["both_before"] == out["after_threads"], out
 
 
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
 def test_a_fit_leaves_the_callers_blas_threads_as_they_were():
     import numpy as np
     import pytest
     import scipy.optimize  # noqa: F401  (its BLAS loaded before the "before" reading)
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from threadpoolctl import threadpool_limits
 
     from fits.compute import fit_compute
 
-    def blas_threads():
-        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-
     flops = np.logspace(18, 21, 8)
     with threadpool_limits(limits=2, user_api="blas"):
-        before = blas_threads()
+        before = _blas_threads()
         res = fit_compute(flops, 1.7 + 400 * flops ** -0.15)
-        after = blas_threads()
+        after = _blas_threads()
     assert after == before == [2] * len(before)
     assert res.params["alpha"] == pytest.approx(0.15, rel=1e-3)
 
@@ -83,7 +86,7 @@ def test_a_fit_leaves_the_callers_blas_threads_as_they_were():
 def test_the_optimisers_run_their_objective_on_one_blas_thread():
     import numpy as np
     import scipy.optimize  # noqa: F401  (both BLAS libraries loaded: the polish uses scipy's)
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from threadpoolctl import threadpool_limits
 
     from fits.lbfgs import multistart
 
@@ -91,7 +94,7 @@ def test_the_optimisers_run_their_objective_on_one_blas_thread():
     target = np.array([1.0, -2.0, 0.5])
 
     def fun(X, rows):  # a quadratic bowl, batched: f and its gradient for every row of X
-        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        seen.append(max(_blas_threads()))
         d = X - target
         return (d * d).sum(axis=1), 2 * d
 
