@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from ladder import layout
+from ladder.dag import kinds
 from ladder.isoflop_place import PENDING, place, sweep_runs
 from ladder.spec import LadderSpec, to_dict
 
@@ -41,7 +42,7 @@ def sweep_steps(spec: LadderSpec) -> list:
     iso = spec.isoflop
     config = {"runs": {run.name: meta for run, meta in runs}, "bootstrap": iso.bootstrap, "min_runs": iso.min_runs,
               "level": spec.fit.level, "seed": spec.seed, "inputs": step_inputs(ANALYSIS_PACKAGES)}
-    steps.append(Step(name=STEP, fn=ISOFLOP_FN, deps=tuple(Dep(r.name, kind="data", required=False) for r, _ in runs),
+    steps.append(Step(name=STEP, kind=kinds.ISOFLOP, fn=ISOFLOP_FN, deps=tuple(Dep(r.name, kind="data", required=False) for r, _ in runs),
                       config=config, code=ANALYSIS_CODE + ("ladder/isoflop",),
                       description=f"isoflop fit of {len(runs)} runs at {len(iso.budgets)} budgets"))
     return steps
@@ -77,7 +78,7 @@ def rung_step(spec: LadderSpec, rung, reused: dict[str, str]):
 
     if rung.name in reused:
         of = reused[rung.name]
-        return Step(name=rung.name, fn=REUSE_FN, deps=(Dep(of, kind="data"),), config={"of": of, "rung": to_dict(rung)},
+        return Step(name=rung.name, kind=kinds.REUSE, fn=REUSE_FN, deps=(Dep(of, kind="data"),), config={"of": of, "rung": to_dict(rung)},
                     description=rung.placement, code=("ladder/isoflop.py", "ladder/step_io.py"))
     return training_step(spec, rung, "rung", deps=(Dep(STEP, kind="order"),), description=describe(rung))
 

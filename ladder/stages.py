@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ladder import layout
+from ladder.dag import kinds
 from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
 from ladder.step_io import local_dirs
 from ladder.train_steps import run_data, step_inputs, train_config, training_step
@@ -57,12 +58,12 @@ def build_steps(spec: LadderSpec) -> list:
     rung_deps = tuple(Dep(n, kind="data", required=False) for n in rung_names)
     hero = to_dict(spec.hero) if spec.hero is not None else None
     analysis = step_inputs(ANALYSIS_PACKAGES)
-    steps.append(Step(name="fit", fn=FIT_FN, deps=rung_deps, code=ANALYSIS_CODE,
+    steps.append(Step(name="fit", kind=kinds.FIT, fn=FIT_FN, deps=rung_deps, code=ANALYSIS_CODE,
                       config={"fit": to_dict(spec.fit), "rungs": rung_names, "hero": hero, "inputs": analysis}))
-    steps.append(Step(name="predict", fn=PREDICT_FN, deps=(Dep("fit"),), code=ANALYSIS_CODE,
+    steps.append(Step(name="predict", kind=kinds.PREDICT, fn=PREDICT_FN, deps=(Dep("fit"),), code=ANALYSIS_CODE,
                       config={"fit": to_dict(spec.fit), "hero": hero, "targets": to_dict(spec.targets),
                               "inputs": analysis}))
-    steps.append(Step(name="gate", fn=GATE_FN, deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
+    steps.append(Step(name="gate", kind=kinds.GATE, fn=GATE_FN, deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
                       config={"gate": to_dict(spec.gate), "rungs": rung_names, "advisory": not spec.train_hero,
                               "inputs": analysis}, code=ANALYSIS_CODE))
     hero_step = spec.hero is not None and (spec.train_hero or spec.hero.name in imported)
@@ -77,7 +78,7 @@ def build_steps(spec: LadderSpec) -> list:
         report_deps += (Dep(spec.hero.name, kind="data", required=False),)
     if spec.isoflop is not None:
         report_deps += (Dep(isoflop.STEP, kind="data", required=False),)
-    steps.append(Step(name="report", fn=REPORT_FN, deps=report_deps, code=REPORT_CODE,
+    steps.append(Step(name="report", kind=kinds.REPORT, fn=REPORT_FN, deps=report_deps, code=REPORT_CODE,
                       config={"ladder": spec.name, "hero": spec.hero.name if spec.hero else None, "rungs": rung_names,
                               "level": spec.fit.level}))
     return steps
@@ -93,7 +94,7 @@ def imported_results(spec: LadderSpec) -> dict[str, dict]:
 def _import_step(spec: LadderSpec, run: RungSpec, record: dict, deps=()):
     from ladder.executor import Step
 
-    return Step(name=run.name, fn=IMPORT_FN, deps=deps, config={"rung": to_dict(run), "imported": record},
+    return Step(name=run.name, kind=kinds.IMPORT, fn=IMPORT_FN, deps=deps, config={"rung": to_dict(run), "imported": record},
                 description=f"imported {'curve' if 'curve' in record else 'result'} for {run.name}")
 
 

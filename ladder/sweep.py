@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from ladder import layout
+from ladder.dag import kinds
 from ladder.isoflop_place import PENDING
 from ladder.spec import LadderSpec, RungSpec, SpecError
 
@@ -66,7 +67,7 @@ def build_sweep_steps(spec: LadderSpec, runs: list[tuple[RungSpec, dict]]) -> li
     steps = [training_step(spec, run, "sweep", code=(), description=f"{meta['rung']} at {meta['lr_mult']:g}x its learning rate")
              for run, meta in runs]
     meta = {run.name: meta for run, meta in runs}
-    steps.append(Step(name="sweep", fn=COLLECT_FN, deps=tuple(Dep(r.name, kind="data") for r, _ in runs),
+    steps.append(Step(name="sweep", kind=kinds.LR_SWEEP, fn=COLLECT_FN, deps=tuple(Dep(r.name, kind="data") for r, _ in runs),
                       config={"runs": meta}))
     return steps
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ladder.dag import kinds
 from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
 
 TRAIN_FN = "ladder.stages:train_step"
@@ -67,5 +68,5 @@ def training_step(spec: LadderSpec, run: RungSpec, role: str, *, config: dict | 
     from ladder.executor import Step
 
     fields = {"description": run.description, "code": TRAIN_CODE, **step_fields}
-    return Step(name=run.name, fn=TRAIN_FN, config=config or train_config(spec, run, role),
+    return Step(name=run.name, kind=kinds.TRAIN, fn=TRAIN_FN, config=config or train_config(spec, run, role),
                 resources=task_resources(run), flops=run.flops, warm_key=warm_key(run), **fields)
