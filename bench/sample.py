@@ -8,7 +8,7 @@ with a bootstrap band; the hero's predicted curve is the largest rung's curve sh
 the hero's length and placed on the law's prediction. MoE health metrics are synthetic (aux-free
 balancing dynamics with one recorded loss/router-bias spike in the hero).
 
-Usage: ``python -m ladder.publish.sample DIR`` then ``ladder dashboard --root DIR``.
+Usage: ``python -m bench.sample DIR`` then ``ladder dashboard --root DIR``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladder import layout
+from ladder.outputs import layout
 
 TOKENS_PER_STEP = 512 * 1024  # the curves' batch (0.5M tokens) as an assumption for C = 6 N D
 RUNGS = (("rung_1", "25M", 25e6, "cosine_24000"), ("rung_2", "25M", 25e6, "cosine_72000"),
@@ -287,6 +287,6 @@ def _train_rows(step, lr, loss, fpt, rng, spike_at):
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        print("usage: python -m ladder.publish.sample DIR", file=sys.stderr)
+        print("usage: python -m bench.sample DIR", file=sys.stderr)
         sys.exit(2)
     print(write_sample_root(sys.argv[1]))

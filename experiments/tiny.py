@@ -1,6 +1,6 @@
 """The default ladder (`make demo`): five MoE rung sizes, two seeds each, and a hero of one recipe.
 
-Recipe (ladder/recipe.py): 8 experts, top-2, expert width = d_model, head dimension 8, three layers
+Recipe (ladder/spec/recipe.py): 8 experts, top-2, expert width = d_model, head dimension 8, three layers
 at every size (width alone grows, so no rung sits across a depth jump), 50 tokens per active
 parameter, WSD with a (1 - sqrt) cooldown, and the learning rate and batch from power laws in
 compute. The LR rule is the fit of an LR sweep on three rung sizes (never the hero), recorded in
@@ -18,8 +18,8 @@ What each choice was measured against, what moved the forecast error and what wa
 frontier, b2, LR against run length, weight decay, data reuse, the eval sample): experiments/tiny_record.md.
 """
 
-from ladder.recipe import Recipe
 from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, Rule, ScheduleSpec
+from ladder.spec.recipe import Recipe
 
 RECIPE = Recipe(
     head_dim=8,

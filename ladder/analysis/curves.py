@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from ladder import layout
 from ladder.analysis.runs import rung_curve, smooth, tail_loss
+from ladder.outputs import layout
 from ladder.spec import RungSpec
 
 

@@ -1,5 +1,5 @@
 """How far a run's eval loss still is above its final at each fraction of the run, measured on the
-rungs, for the hero's live forecast (ladder.forecast).
+rungs, for the hero's live forecast (ladder.analysis.forecast).
 
 A WSD run drops most of its loss in the cooldown, and how far it sits above its final at, say, 80%
 of the run depends on its size: on experiments/tiny.py's rungs ln(eval(0.8) / eval(end)) is about
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 
 EVAL_RATIOS_CSV = "eval_ratios.csv"  # fit: name, size, flops, frac, log_ratio of every rung's evals before its last
 HERO_EVAL_RATIO_CSV = "hero_eval_ratio.csv"  # predict: frac, log_ratio, sigma for the hero (from the largest rung)

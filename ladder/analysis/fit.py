@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
 from ladder.analysis.backtests import backtest_at_ratio, backtest_noise, curve_backtest
 from ladder.analysis.beside import beside
 from ladder.analysis.curves import fit_curve_law, schedule_factors
@@ -30,6 +29,7 @@ from ladder.analysis.outliers import DESCRIBE_BELOW, describe_outlier, replica_o
 from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
 from ladder.analysis.seeds import seed_noise
+from ladder.outputs import layout
 from ladder.spec import FitSpec, rung_from_dict
 
 

@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from ladder import layout
 from ladder.analysis.eval_ratios import HERO_EVAL_RATIO_CSV
+from ladder.outputs import layout
 from ladder.spec import RungSpec
 
 

@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ladder import layout
 from ladder.analysis.curves import _hero_curve
 from ladder.analysis.eval_ratios import EVAL_RATIOS_CSV, HERO_EVAL_RATIO_CSV, hero_eval_ratio
 from ladder.analysis.finals import predict_samples
 from ladder.analysis.fit import _fit_spec
 from ladder.analysis.intervals import hero_disagreement, target_intervals
 from ladder.analysis.seeds import seed_noise
+from ladder.outputs import layout
 from ladder.spec import rung_from_dict
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 from ladder.spec import FitSpec, RungSpec
 
 POINTS_CSV = "progress_points.csv"

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 
 SNAPSHOT_EVERY = 0.05  # of the hero's steps
 

@@ -9,13 +9,13 @@ import json
 
 import click
 
-from ladder.cli_options import example, json_option, root_option, table_width
+from ladder.cli.options import example, json_option, root_option, table_width
 
 TRAINING = ("metrics.jsonl", "eval.jsonl")
 
 
 def _store_and_dirs(spec):
-    from ladder import stages
+    from ladder.dag import stages
     from ladder.executor.store import Store
 
     store = Store(spec.root)
@@ -29,7 +29,7 @@ def _json(store, d: str, name: str) -> dict:
 def summarise(spec) -> dict:
     """What a comparison shows of one ladder: its law, backtest and hero prediction (None where a
     step has not run yet)."""
-    from ladder import layout
+    from ladder.outputs import layout
 
     store, dirs = _store_and_dirs(spec)
     fit = _json(store, dirs["fit"], layout.FIT) if "fit" in dirs else {}
@@ -74,7 +74,7 @@ def compare(spec_a, spec_b, root, set_a, set_b, as_json):
     from rich.console import Console
     from rich.table import Table
 
-    from ladder.cli_base import _spec
+    from ladder.cli.common import _spec
 
     a, b = (summarise(_spec(p, s, root)) for p, s in ((spec_a, set_a), (spec_b, set_b)))
     if as_json:
@@ -98,7 +98,7 @@ def tables(spec) -> dict:
     per eval, per fitted point, per point of the predicted hero curve and per forecast snapshot."""
     import pandas as pd
 
-    from ladder import layout
+    from ladder.outputs import layout
 
     store, dirs = _store_and_dirs(spec)
     steps, frames = [], {"metrics": [], "eval": []}
@@ -139,7 +139,7 @@ def export(spec_path, root, out_dir, as_json, overrides):
     """Write a ladder's outputs as parquet: steps, metrics, eval, fit_points, hero_curve, forecasts."""
     from pathlib import Path
 
-    from ladder.cli_base import _spec
+    from ladder.cli.common import _spec
 
     spec = _spec(spec_path, overrides, root)
     frames = tables(spec)

@@ -18,7 +18,7 @@ import math
 
 import click
 
-from ladder.cli_options import example, json_option, level_option
+from ladder.cli.options import example, json_option, level_option
 
 EXIT_BAD_INPUT = 2
 
@@ -211,7 +211,7 @@ def _points(res, n_params, tokens, flops, points):
 
 def register(group: click.Group) -> None:
     """Add the fits commands to the `ladder` group."""
-    from ladder import fits_cli_curves
+    from ladder.cli import fits_curves as fits_cli_curves
 
     for cmd in (fit_cmd, predict_cmd, *fits_cli_curves.COMMANDS):
         group.add_command(cmd)

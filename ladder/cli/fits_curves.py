@@ -13,8 +13,8 @@ import json
 
 import click
 
-from ladder.cli_options import example, json_option, level_option
-from ladder.fits_cli import input_errors
+from ladder.cli.fits import input_errors
+from ladder.cli.options import example, json_option, level_option
 
 
 @click.command("curve-fit", epilog=example(

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from ladder.cli_base import UserError, _spec, set_option, spec_argument
-from ladder.cli_options import example, json_option, root_option
+from ladder.cli.common import UserError, _spec, set_option, spec_argument
+from ladder.cli.options import example, json_option, root_option
 
 
 @click.command("import-results", epilog=example(
@@ -35,10 +35,11 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
     `tokens`, `params` (active) and `flops`; or whole eval curves, with columns `name` (or `rung`), `step`
     and `loss`, several rows per run, optional `tokens` and `flops`. A curve that ends short of its spec's
     steps is recorded partial. Runs in the file replace their earlier imports; others are kept.
-    --from-wandb ENTITY/PROJECT reads them from W&B instead (ladder/imported_wandb.py: which run is which).
+    --from-wandb ENTITY/PROJECT reads them from W&B instead (ladder/imports/wandb_project.py: which run is which).
     Then `ladder submit SPEC` fits and predicts from them.
     """
-    from ladder import imported, stages
+    from ladder.dag import stages
+    from ladder.imports import results as imported
 
     if (results_csv is None) == (from_wandb is None) or (from_wandb is None and (metric or curves)):
         raise UserError("give RESULTS.csv, or --from-wandb ENTITY/PROJECT (with --metric, --curves if needed)")
@@ -49,7 +50,7 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
         if from_wandb is None:
             frame, skipped = imported.read_results(results_csv, spec), []
         else:
-            from ladder.imported_wandb import read_project
+            from ladder.imports.wandb_project import read_project
 
             frame, skipped = read_project(from_wandb, spec, metric=metric, curves=curves, timeout_s=timeout_s)
     except imported.ImportError_ as exc:

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ladder.cli_base import (
+from ladder.cli.common import (
     EXIT_FAILED,
     LadderGroup,
     UserError,
@@ -21,8 +21,8 @@ from ladder.cli_base import (
     set_option,
     spec_argument,
 )
-from ladder.cli_options import address_option, example, json_option, root_option, table_width
-from ladder.plan_costs import print_plan as _print_plan
+from ladder.cli.options import address_option, example, json_option, root_option, table_width
+from ladder.dag.plan_costs import print_plan as _print_plan
 from ladder.spec import LadderSpec
 
 
@@ -65,7 +65,7 @@ def main() -> None:
 def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, rerun_stale, as_json,
            overrides):
     """Run every step of the ladder that is not already done (resumable)."""
-    from ladder import stages
+    from ladder.dag import stages
 
     spec = _spec(spec_path, overrides, root)
     if dry_run:
@@ -95,7 +95,7 @@ def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_
 @set_option
 def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, progress, as_json, overrides):
     """Force STEPS (e.g. rung_2), then refresh the analysis steps that read them; the hero is not retrained."""
-    from ladder import stages
+    from ladder.dag import stages
 
     spec = _spec(spec_path, overrides, root)
     known = {s.name for s in stages.build_steps(spec)}
@@ -114,7 +114,7 @@ def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, 
 
 
 def _finish(spec: LadderSpec, summary, as_json: bool = False) -> int:
-    from ladder import stages
+    from ladder.dag import stages
 
     if as_json:
         steps = [{"step": o.name, "status": o.status, "action": o.action, "reason": o.reason, "path": o.path,
@@ -174,7 +174,7 @@ def status(spec_path, root, check, as_json, overrides):
     from rich.console import Console
     from rich.table import Table
 
-    from ladder import stages
+    from ladder.dag import stages
 
     spec = _spec(spec_path, overrides, root)
     rows = stages.status_ladder(spec)
@@ -224,7 +224,7 @@ def _when(epoch) -> str:
 @set_option
 def train(spec_path, rung_name, root, steps, as_json, overrides):
     """Train one rung alone, outside the DAG, with the same outputs (<root>/<ladder>/train-<rung>)."""
-    from ladder import stages
+    from ladder.dag import stages
 
     spec = _spec(spec_path, overrides, root)
     names = [r.name for r in spec.all_runs()]
@@ -281,8 +281,8 @@ def _numbers(kind):
 @set_option
 def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_concurrent, as_json, overrides):
     """Train rungs at several learning rates and fit lr_opt = coef * C^exponent (resumable)."""
-    from ladder import stages
-    from ladder import sweep as sweep_lib
+    from ladder.dag import stages
+    from ladder.dag import sweep as sweep_lib
     spec = stages.placed(_spec(spec_path, overrides, root))  # budget rungs sized by the IsoFLOP fit
     runs = sweep_lib.sweep_runs(spec, [n.strip() for n in rung_names.split(",") if n.strip()], lr_mults, batches)
     if dry_run:
@@ -321,7 +321,7 @@ def _register_optional() -> None:
     """Commands that live beside their subsystem (fits, publish) register themselves here."""
     import importlib
 
-    for module in ("ladder.cli_import", "ladder.fits_cli", "ladder.cli_extra", "ladder.cli_export", "ladder.publish.cli"):
+    for module in ("ladder.cli.imports", "ladder.cli.fits", "ladder.cli.show", "ladder.cli.export", "ladder.cli.publish"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ladder.cli_options import example
+from ladder.cli.options import example
 
 
 class BadInput(click.ClickException):
@@ -32,9 +32,9 @@ def register(group: click.Group) -> None:
 
 
 def _report_command() -> click.Command:
-    # ladder.cli registers this module after defining its options and spec loader
-    from ladder.cli_base import EXIT_FAILED, _spec, set_option, spec_argument
-    from ladder.cli_options import json_option, root_option
+    # ladder.cli.main registers this module after defining its options and spec loader
+    from ladder.cli.common import EXIT_FAILED, _spec, set_option, spec_argument
+    from ladder.cli.options import json_option, root_option
 
     @click.command(epilog=example(
         "ladder report experiments/tiny.py",
@@ -46,7 +46,7 @@ def _report_command() -> click.Command:
     @set_option
     def report(spec_path, root, as_json, overrides):
         """Predicted against actual: the hero's final loss and curve, the fit, the backtest; writes report.html."""
-        from ladder import stages
+        from ladder.dag import stages
 
         spec = _spec(spec_path, overrides, root)
         if not stages.has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
@@ -89,7 +89,7 @@ def dashboard(root, host, port, verbose, as_json):
     once the port accepts connections: a script started with --port 0 learns the port there, reads the
     ladders from `api` (GET, JSON) and stops the server with `kill PID`.
     """
-    from ladder.publish.server import DashboardServer
+    from ladder.dashboard.server import DashboardServer
 
     root = root or _default_root()
     if "://" in root:
@@ -138,7 +138,7 @@ def dashboard(root, host, port, verbose, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name, as_json):
     """Import a W&B run's history as an actual curve the dashboard and report overlay."""
-    from ladder.publish.wandb_import import ImportErrorLine, import_run
+    from ladder.imports.wandb_run import ImportErrorLine, import_run
 
     try:
         out, n = import_run(run_path, name, root=root or _default_root(), ladder=ladder_name, keys=keys,

@@ -9,12 +9,12 @@ import json
 
 import click
 
-from ladder.cli_options import ENVIRONMENT, example, json_option, root_option
+from ladder.cli.options import ENVIRONMENT, example, json_option, root_option
 
 
 def _walk(obj, path: str):
     """(path, class, row) for every field of a spec object, nested specs and tuples of them included."""
-    from ladder.spec_docs import field_docs
+    from ladder.spec.docs import field_docs
 
     for row in field_docs(type(obj)):
         value = getattr(obj, row["field"])
@@ -68,7 +68,7 @@ def show(spec_path, root, changed, as_json, overrides):
     if as_json:
         click.echo(json.dumps({"ladder": spec.name, "spec": str(spec_path), "fields": rows}, default=str))
         return 0
-    from ladder.spec_docs import default_text
+    from ladder.spec.docs import default_text
 
     for r in rows:
         if r["kind"] != "value":

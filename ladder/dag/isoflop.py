@@ -6,7 +6,7 @@
 The sweep's runs are training steps like rungs (content-addressed, trained in parallel). The isoflop
 step fits each budget's parabola in log N, then N_opt(C) and D_opt(C) as power laws with bootstrap
 intervals (fits.isoflop), and names each budget's best run. The ladder's runs declared by budget
-are placed from isoflop.json when the driver builds the rest of the DAG (ladder.isoflop_place), so
+are placed from isoflop.json when the driver builds the rest of the DAG (ladder.dag.isoflop_place), so
 their placed configs are what is hashed; stages.run_ladder runs the sweep first, then the rest.
 """
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 
-from ladder import layout
 from ladder.dag import kinds
-from ladder.isoflop_place import PENDING, place, sweep_runs
+from ladder.dag.isoflop_place import PENDING, place, sweep_runs
+from ladder.outputs import layout
 from ladder.spec import LadderSpec, to_dict
 
-ISOFLOP_FN = "ladder.isoflop:isoflop_step"
-REUSE_FN = "ladder.isoflop:reuse_step"
+ISOFLOP_FN = "ladder.dag.isoflop:isoflop_step"
+REUSE_FN = "ladder.dag.isoflop:reuse_step"
 STEP = "isoflop"
 DOC = "isoflop.json"
 RUNS_CSV = "isoflop.csv"
@@ -31,9 +31,9 @@ PENDING_NOTE = "size from isoflop"
 
 def sweep_steps(spec: LadderSpec) -> list:
     """The sweep's training steps and the isoflop fit step (empty without an isoflop stage)."""
+    from ladder.dag.stages import ANALYSIS_CODE, ANALYSIS_PACKAGES
+    from ladder.dag.train_steps import step_inputs, training_step
     from ladder.executor import Dep, Step
-    from ladder.stages import ANALYSIS_CODE, ANALYSIS_PACKAGES
-    from ladder.train_steps import step_inputs, training_step
 
     runs = sweep_runs(spec)
     if not runs:
@@ -43,7 +43,7 @@ def sweep_steps(spec: LadderSpec) -> list:
     config = {"runs": {run.name: meta for run, meta in runs}, "bootstrap": iso.bootstrap, "min_runs": iso.min_runs,
               "level": spec.fit.level, "seed": spec.seed, "inputs": step_inputs(ANALYSIS_PACKAGES)}
     steps.append(Step(name=STEP, kind=kinds.ISOFLOP, fn=ISOFLOP_FN, deps=tuple(Dep(r.name, kind="data", required=False) for r, _ in runs),
-                      config=config, code=ANALYSIS_CODE + ("ladder/isoflop",),
+                      config=config, code=ANALYSIS_CODE + ("ladder/dag/isoflop",),
                       description=f"isoflop fit of {len(runs)} runs at {len(iso.budgets)} budgets"))
     return steps
 
@@ -73,13 +73,13 @@ def placed(spec: LadderSpec) -> tuple[LadderSpec, dict[str, str]]:
 
 def rung_step(spec: LadderSpec, rung, reused: dict[str, str]):
     """A placed rung's step: a copy of the sweep run it reuses, or a training step waiting on the sweep."""
+    from ladder.dag.train_steps import training_step
     from ladder.executor import Dep, Step
-    from ladder.train_steps import training_step
 
     if rung.name in reused:
         of = reused[rung.name]
         return Step(name=rung.name, kind=kinds.REUSE, fn=REUSE_FN, deps=(Dep(of, kind="data"),), config={"of": of, "rung": to_dict(rung)},
-                    description=rung.placement, code=("ladder/isoflop.py", "ladder/step_io.py"))
+                    description=rung.placement, code=("ladder/dag/isoflop.py", "ladder/dag/step_io.py"))
     return training_step(spec, rung, "rung", deps=(Dep(STEP, kind="order"),), description=describe(rung))
 
 
@@ -99,7 +99,7 @@ def isoflop_step(config: dict, ctx) -> dict:
     import pandas as pd
 
     from fits.isoflop import bootstrap_isoflop
-    from ladder.step_io import local_dirs
+    from ladder.dag.step_io import local_dirs
 
     with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
         rows = []
@@ -170,7 +170,7 @@ def reuse_step(config: dict, ctx) -> dict:
     import shutil
     from pathlib import Path
 
-    from ladder.step_io import local_dirs
+    from ladder.dag.step_io import local_dirs
 
     with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
         src, dst = Path(dep_dirs[config["of"]]), Path(out_dir)

@@ -10,7 +10,7 @@ import json
 
 import click
 
-from ladder.cli_options import table_width
+from ladder.cli.options import table_width
 from ladder.spec import LadderSpec
 
 
@@ -70,7 +70,7 @@ def print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerato
     from rich.console import Console
     from rich.table import Table
 
-    from ladder import stages
+    from ladder.dag import stages
 
     entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
     rows = []

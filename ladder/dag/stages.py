@@ -19,28 +19,28 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ladder import layout
 from ladder.dag import kinds
+from ladder.dag.step_io import local_dirs
+from ladder.dag.train_steps import run_data, step_inputs, train_config, training_step
+from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
-from ladder.step_io import local_dirs
-from ladder.train_steps import run_data, step_inputs, train_config, training_step
 
-FIT_FN = "ladder.stages:fit_step"
-PREDICT_FN = "ladder.stages:predict_step"
-GATE_FN = "ladder.stages:gate_step"
-REPORT_FN = "ladder.stages:report_step"
-IMPORT_FN = "ladder.stages:import_step"
+FIT_FN = "ladder.dag.stages:fit_step"
+PREDICT_FN = "ladder.dag.stages:predict_step"
+GATE_FN = "ladder.dag.stages:gate_step"
+REPORT_FN = "ladder.dag.stages:report_step"
+IMPORT_FN = "ladder.dag.stages:import_step"
 
 
-# The packages and source of the analysis steps (see ladder.train_steps for the training ones).
+# The packages and source of the analysis steps (see ladder.dag.train_steps for the training ones).
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
-ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/stages.py")
-REPORT_CODE = ("ladder/report", "ladder/publish/", "ladder/analysis", "fits/", "ladder/stages.py")
+ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/stages.py")
+REPORT_CODE = ("ladder/report/", "ladder/outputs/", "ladder/analysis", "fits/", "ladder/dag/stages.py")
 
 
 def build_steps(spec: LadderSpec) -> list:
     """The ladder's DAG as executor Steps (spec must be resolved)."""
-    from ladder import isoflop
+    from ladder.dag import isoflop
     from ladder.executor import Dep, Step
 
     steps = isoflop.sweep_steps(spec)
@@ -86,7 +86,7 @@ def build_steps(spec: LadderSpec) -> list:
 
 def imported_results(spec: LadderSpec) -> dict[str, dict]:
     """Recorded results (`ladder import-results`) that stand in for training, by run name."""
-    from ladder import imported
+    from ladder.imports import results as imported
 
     return imported.records(spec)
 
@@ -100,13 +100,13 @@ def _import_step(spec: LadderSpec, run: RungSpec, record: dict, deps=()):
 
 def import_step(config: dict, ctx) -> dict:
     """A run trained elsewhere: its recorded final loss or eval curve in the shape of a training result."""
-    from ladder import imported
+    from ladder.imports import results as imported
 
     return imported.import_step(config, ctx)
 
 
 def write_imported(spec: LadderSpec, frame) -> Path:
-    from ladder import imported
+    from ladder.imports import results as imported
 
     return imported.write(spec, frame)
 
@@ -123,7 +123,7 @@ def plan_ladder(spec: LadderSpec, force: Sequence[str] = (), steps: list | None 
 
     steps = build_steps(spec) if steps is None else steps
     entries = _executor(spec).plan(steps, force=expand_force(steps, force) if force else (), rerun_stale=rerun_stale)
-    from ladder.isoflop import PENDING_NOTE, STEP
+    from ladder.dag.isoflop import PENDING_NOTE, STEP
 
     notes = {s.name: PENDING_NOTE for s in steps if s.description.startswith(PENDING_NOTE)}
     if any(e.name == STEP and e.action == "run" for e in entries):  # a refit may move what it placed
@@ -143,7 +143,7 @@ def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | No
     if steps is None and spec.isoflop is not None:
         # The runs declared by budget are placed from the sweep's fit: run the sweep first, then build
         # the rest of the DAG from what it found (a rerun sweep run re-places what depends on it).
-        from ladder import isoflop
+        from ladder.dag import isoflop
 
         sweep = isoflop.sweep_steps(spec)
         done = {s.name for s in sweep}
@@ -245,7 +245,7 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
     with open_output(ctx.out_dir) as out, local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, _):
         callbacks = []
         if config.get("role") == "hero":
-            from ladder.forecast import ForecastCallback
+            from ladder.analysis.forecast import ForecastCallback
 
             _one_prior(out.local, dep_dirs.get("predict"))
             callbacks.append(ForecastCallback(rung=rung, out_dir=str(out.local), dep_dirs=dep_dirs,
@@ -286,7 +286,7 @@ def _one_prior(out: Path, predict_dir: str | None) -> None:
 
 def _wandb_callbacks(config: dict, ctx) -> list:
     try:
-        from ladder.publish.wandb_log import training_callbacks
+        from ladder.wandb.log import training_callbacks
     except ModuleNotFoundError:
         return []
     return list(training_callbacks(config, ctx))
@@ -295,7 +295,7 @@ def _wandb_callbacks(config: dict, ctx) -> list:
 def _log_ladder_run(ctx) -> None:
     """Mirror the ladder-level tables (fit, prediction, report) to W&B; our files stay the source of truth."""
     try:
-        from ladder.publish.wandb_log import log_ladder_step
+        from ladder.wandb.log import log_ladder_step
     except ModuleNotFoundError:
         return
     runtime = ctx.runtime or {}
@@ -328,7 +328,7 @@ def gate_step(config: dict, ctx) -> dict:
 
 
 def report_step(config: dict, ctx) -> dict:
-    from ladder.report import write_report
+    from ladder.report.build import write_report
 
     with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
         report, _ = write_report(config, dep_dirs, out_dir)
@@ -359,7 +359,7 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
 
 def build_report(spec: LadderSpec) -> tuple[dict, str | None]:
     """The report from whatever the ladder has produced so far, written beside the report step's."""
-    from ladder.report import write_report
+    from ladder.report.build import write_report
 
     dirs = step_dirs(spec)
     dep_dirs = {k: v for k, v in dirs.items() if k != "report"}
@@ -373,14 +373,14 @@ def build_report(spec: LadderSpec) -> tuple[dict, str | None]:
 
 
 def report_lines(rep: dict) -> list[str]:
-    from ladder.report import report_lines as lines
+    from ladder.report.build import report_lines as lines
 
     return lines(rep)
 
 
 def placed(spec: LadderSpec) -> LadderSpec:
     """The spec with its runs declared by budget placed from the IsoFLOP sweep (pending until it has run)."""
-    from ladder import isoflop
+    from ladder.dag import isoflop
 
     return isoflop.placed(spec)[0]
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ladder import layout
 from ladder.dag import kinds
-from ladder.isoflop_place import PENDING
+from ladder.dag.isoflop_place import PENDING
+from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, SpecError
 
-COLLECT_FN = "ladder.sweep:collect_step"
+COLLECT_FN = "ladder.dag.sweep:collect_step"
 SWEEP_CSV = "sweep.csv"
 RULE_JSON = "rule.json"
 
@@ -60,8 +60,8 @@ def sweep_spec(spec: LadderSpec) -> LadderSpec:
 
 
 def build_sweep_steps(spec: LadderSpec, runs: list[tuple[RungSpec, dict]]) -> list:
+    from ladder.dag.train_steps import training_step
     from ladder.executor import Dep, Step
-    from ladder.train_steps import training_step
 
     # code=(): a sweep run is stale after a change to any file, as it always was
     steps = [training_step(spec, run, "sweep", code=(), description=f"{meta['rung']} at {meta['lr_mult']:g}x its learning rate")
@@ -74,7 +74,7 @@ def build_sweep_steps(spec: LadderSpec, runs: list[tuple[RungSpec, dict]]) -> li
 
 def run_sweep(spec: LadderSpec, runs, *, address: str | None = None, max_concurrent: int | None = None,
               show_progress: bool = False):
-    from ladder.stages import run_ladder
+    from ladder.dag.stages import run_ladder
 
     target = sweep_spec(spec)
     return run_ladder(target, steps=build_sweep_steps(target, runs), address=address, max_concurrent=max_concurrent,
@@ -82,7 +82,7 @@ def run_sweep(spec: LadderSpec, runs, *, address: str | None = None, max_concurr
 
 
 def plan_sweep(spec: LadderSpec, runs) -> list:
-    from ladder.stages import plan_ladder
+    from ladder.dag.stages import plan_ladder
 
     target = sweep_spec(spec)
     return plan_ladder(target, steps=build_sweep_steps(target, runs))
@@ -90,7 +90,7 @@ def plan_sweep(spec: LadderSpec, runs) -> list:
 
 def sweep_result(spec: LadderSpec, runs) -> tuple[str, dict]:
     """The collect step's folder and its rule.json (empty until the sweep has run)."""
-    from ladder.stages import _read_json
+    from ladder.dag.stages import _read_json
 
     out = next(e.path for e in plan_sweep(spec, runs) if e.name == "sweep")
     return out, _read_json(spec.root, out, RULE_JSON)
@@ -102,7 +102,7 @@ def collect_step(config: dict, ctx) -> dict:
 
     from fits.hparams import fit_rule
     from fits.io import InputError
-    from ladder.stages import local_dirs
+    from ladder.dag.stages import local_dirs
 
     with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
         rows = []

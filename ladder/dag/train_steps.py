@@ -1,6 +1,6 @@
 """A training run as an executor Step: its config (what is hashed), its Ray resources and the key
 that orders a size's seeds (``Step.warm_key``). Rungs, the hero, IsoFLOP sweep runs and LR sweep
-runs are all built here; the function they run is ``ladder.stages.train_step``."""
+runs are all built here; the function they run is ``ladder.dag.stages.train_step``."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 from ladder.dag import kinds
 from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
 
-TRAIN_FN = "ladder.stages:train_step"
+TRAIN_FN = "ladder.dag.stages:train_step"
 # The packages whose versions a step's numbers depend on: part of its hash (config["inputs"]).
 TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 # The source a training step runs (prefixes in the checkout): a change there leaves its runs stale.
-TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/recipe.py", "ladder/stages.py", "ladder/forecast.py")
+TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/spec/recipe.py", "ladder/dag/stages.py", "ladder/analysis/forecast.py")
 
 
 def step_inputs(packages: tuple[str, ...], data=None) -> dict[str, Any]:

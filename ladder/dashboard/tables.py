@@ -3,11 +3,10 @@ and the tables the views compute (fit parameters with intervals, band exits), ne
 
 from __future__ import annotations
 
-from ladder import layout
-from ladder.publish import readers
-from ladder.publish.files import safe_name, scalars
-from ladder.publish.root import _is_training
-from ladder.publish.views import Views
+from ladder.dashboard.views import Views
+from ladder.outputs import layout, readers
+from ladder.outputs.files import safe_name, scalars
+from ladder.outputs.root import _is_training
 
 
 class Root(Views):

@@ -1,7 +1,7 @@
 """The dashboard's views of one ladder (overview, rungs, fit, hero, MoE health), as JSON-ready dicts.
 
-Read-only and tolerant (see ladder.publish.files). Every number shared with the report comes from
-ladder.publish.readers, so the two cannot disagree.
+Read-only and tolerant (see ladder.outputs.files). Every number shared with the report comes from
+ladder.outputs.readers, so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ladder import layout
-from ladder.publish import readers
-from ladder.publish.files import JsonlTable, finite, natural_key, num, scalars
-from ladder.publish.root import ANALYSIS_STEPS, IMPORTED_META, LAW_CURVE_CSV, LadderRoot, _kind
+from ladder.outputs import layout, readers
+from ladder.outputs.files import JsonlTable, finite, natural_key, num, scalars
+from ladder.outputs.root import ANALYSIS_STEPS, IMPORTED_META, LAW_CURVE_CSV, LadderRoot, _kind
 
 MAX_POINTS = 2000  # per chart series; CSV downloads are never thinned
 STALE_HEARTBEAT_S = 180.0

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, rung_from_dict
 
 IMPORTED = "imported_results.csv"

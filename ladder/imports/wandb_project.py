@@ -1,10 +1,10 @@
 """Rung results straight from a W&B project (`ladder import-results SPEC --from-wandb ENTITY/PROJECT`).
 
 Online through `wandb.Api()` (a W&B login); offline, the same runs come from an exported CSV,
-read by ladder.imported as before. Two parts, kept apart so the mapping is testable without a
+read by ladder.imports.results as before. Two parts, kept apart so the mapping is testable without a
 network: `fetch` (the API calls, one clear line on any failure, nothing written) and
 `rows_from_runs`, a pure function from W&B run objects and their history rows to our rows
-(name, loss, and step/tokens/params/flops), which ladder.imported then checks like a file's.
+(name, loss, and step/tokens/params/flops), which ladder.imports.results then checks like a file's.
 Its tests (tests/ladder/test_import_results.py) run it on real wandb.apis.public.Run objects, built
 offline from the attributes the server sends; history rows are the plain dicts scan_history
 yields, which cannot be had without a server.
@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from ladder.imported import ImportError_, check_results
-from ladder.publish.wandb_env import teardown_bounded
-from ladder.publish.wandb_import import EVAL_KEYS, FLOPS_KEYS, TOKEN_KEYS
+from ladder.imports.results import ImportError_, check_results
+from ladder.imports.wandb_run import EVAL_KEYS, FLOPS_KEYS, TOKEN_KEYS
+from ladder.wandb.env import teardown_bounded
 
 PROJECT_RE = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)$")
 STEP_KEY = "_step"
@@ -140,7 +140,7 @@ def fetch(project_path: str, names: Iterable[str], *, metric: str | None = None,
     go to a temporary folder that is removed, so nothing is left in the root or the home."""
     entity, project = parse_project(project_path)
     source = f"--from-wandb {entity}/{project}"
-    from ladder.publish.wandb_env import has_api_key
+    from ladder.wandb.env import has_api_key
 
     if not has_api_key():
         raise ImportError_(f"{source}: no W&B API key; run `wandb login` or set WANDB_API_KEY, or export the "

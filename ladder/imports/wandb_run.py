@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ladder import layout
-from ladder.publish.data import safe_name
+from ladder.outputs import layout
+from ladder.outputs.data import safe_name
 
 STEP_KEYS = ("_step", "Step", "step", "global_step", "trainer/global_step", "train/step")
 TOKEN_KEYS = ("throughput/total_tokens", "tokens", "train/tokens", "total_tokens", "throughput/tokens")
@@ -137,7 +137,7 @@ def fetch_api(run_path: str, keys: list[tuple[str, str]]) -> list[dict[str, Any]
         import wandb
     except ImportError as exc:  # pragma: no cover - wandb is a dependency
         raise ImportErrorLine("wandb is not installed; pip install wandb, or use --from-csv FILE") from exc
-    from ladder.publish.wandb_env import has_api_key
+    from ladder.wandb.env import has_api_key
 
     if not has_api_key():
         raise ImportErrorLine("no W&B API key: run `wandb login` or set WANDB_API_KEY, "

@@ -2,7 +2,7 @@
 
 Any file may be missing, half-written or garbled (a run is writing it right now): nothing here
 raises on bad content; a missing piece is an empty table. JSONL files are read incrementally (only
-the bytes appended since the last read are parsed) with the rule of :func:`ladder.layout.iter_jsonl`:
+the bytes appended since the last read are parsed) with the rule of :func:`ladder.outputs.layout.iter_jsonl`:
 a line that does not parse is skipped, and a last line without its newline is parsed but not
 consumed, so a half-written row shows up once its writer finishes it.
 """
@@ -20,7 +20,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from ladder import layout
+from ladder.outputs import layout
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]{0,127}$")
 

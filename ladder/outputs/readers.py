@@ -1,6 +1,6 @@
 """The one definition of each number the report and the dashboard both show.
 
-Both read a ladder's files through :class:`ladder.publish.files.FileCache` and these functions, so
+Both read a ladder's files through :class:`ladder.outputs.files.FileCache` and these functions, so
 a number cannot differ between them: the hero's actual series (interval means), where the
 comparison with the forecast starts, which points are outside the band, each point's error for
 our forecast and for a baseline (Marin's), the law's parameters with their bootstrap intervals,
@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ladder.publish.files import JsonlTable, num
+from ladder.outputs.files import JsonlTable, num
 
 # The first 10% of a run is warmup and the descent from the initial loss (ln vocab), which no law
 # of loss against compute describes and where a per-fraction law has least to stand on; the
 # comparison with the forecast starts there, in the report, the dashboard and the curve forecast's
-# own scoring (ladder.report_progress). Defined on the predicted curve's x (its last point is the
+# own scoring (ladder.report.curves). Defined on the predicted curve's x (its last point is the
 # run's end).
 COMPARE_FROM_FRAC = 0.10
 HERO_ACTUAL = "hero_actual"  # the imported run compared with the hero's forecast (import-wandb --as)
@@ -221,7 +221,7 @@ def param_rows(fit_doc: Any) -> list[dict]:
 
 def backtest_rows(fit_doc: Any) -> list[dict]:
     """The fit's backtest as table rows (one per held-out prediction)."""
-    from ladder.publish.files import scalars
+    from ladder.outputs.files import scalars
 
     if not isinstance(fit_doc, dict):
         return []
@@ -273,7 +273,7 @@ def tokens_per_s(progress: Any, result: Any) -> float | None:
 
 def _hero_series(files, hero_dir) -> dict[str, np.ndarray]:
     """The hero's train loss where it trained here, else its recorded eval points (import-results)."""
-    from ladder import layout
+    from ladder.outputs import layout
 
     metrics = files.jsonl(hero_dir / layout.METRICS)
     if len(metrics):
@@ -286,7 +286,7 @@ def hero_comparisons(files, predict_dir, hero_dir, imported: dict) -> dict[str, 
     """Every actual hero curve against the forecast: the hero trained here (its train loss, which
     hero_curve.csv predicts) and each imported run named hero* (import-wandb --as hero_actual).
     {name: compare(...)}, the trained hero first."""
-    from ladder import layout
+    from ladder.outputs import layout
 
     if predict_dir is None:
         return {}

@@ -1,6 +1,6 @@
 """A ladder root on local disk: its ladders, each step's current directory, imported runs.
 
-Layout (see ladder.layout): ``<root>/<ladder>/.index/<step>.json`` points at the step's current
+Layout (see ladder.outputs.layout): ``<root>/<ladder>/.index/<step>.json`` points at the step's current
 directory ``<root>/<ladder>/<step>-<hash>/``; without an index, the newest ``<step>-*`` directory
 by modification time is taken. Paths are never taken from a request: a request names a ladder and
 a view or table, both checked against what exists under the root. Nothing here writes.
@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ladder import layout
-from ladder.publish.files import FileCache, natural_key, safe_name
+from ladder.outputs import layout
+from ladder.outputs.files import FileCache, natural_key, safe_name
 
 ANALYSIS_STEPS = ("fit", "predict", "gate", "hero", "report")
 SKIP_DIRS = {"imported", "wandb", "checkpoints"}

@@ -2,7 +2,7 @@
 
 Written by the report step and by `ladder report` from whatever the ladder has produced so far:
 report.json (the numbers), curve.csv (predicted vs actual over the hero's run), PNGs and a
-self-contained report.html (ladder.publish.report_html: tables and interactive plots, offline).
+self-contained report.html (ladder.report.html: tables and interactive plots, offline).
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from typing import Any
 
 import pandas as pd
 
-from ladder import layout
 from ladder.analysis import tail_loss
-from ladder.publish.report_html import render_html
-from ladder.publish.report_png import write_pngs
+from ladder.outputs import layout
+from ladder.report.html import render_html
+from ladder.report.png import write_pngs
 
 COMPARISON_COLUMNS = ["step", "tokens", "actual", "actual_raw", "predicted", "lower", "upper", "rel_error", "inside",
                       "marin", "marin_error"]
 
 
 def comparison_frame(cmp: dict[str, Any]) -> pd.DataFrame:
-    """A comparison of ladder.publish.readers as a table (actual = the interval-mean loss)."""
+    """A comparison of ladder.outputs.readers as a table (actual = the interval-mean loss)."""
     if not cmp["points"]:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     f = pd.DataFrame(cmp["points"]).rename(columns={"loss": "actual", "error": "rel_error"})
@@ -32,8 +32,8 @@ def comparison_frame(cmp: dict[str, Any]) -> pd.DataFrame:
 
 def hero_comparison(pred_curve: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     """The hero's actual loss (interval means) beside the predicted curve and band, from where the
-    comparison starts (ladder.publish.readers: the same definition the dashboard uses)."""
-    from ladder.publish import readers
+    comparison starts (ladder.outputs.readers: the same definition the dashboard uses)."""
+    from ladder.outputs import readers
 
     if pred_curve.empty or metrics.empty or "loss" not in metrics:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
@@ -119,7 +119,7 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
                     hero["curve_law"]["eval_relative_error"] = p["curve_law_final_eval_loss"] / actual - 1.0
         _compare_actuals(report, hero, tables, dep_dirs)
         report["hero"] = hero
-    from ladder.report_progress import add_progress
+    from ladder.report.curves import add_progress
 
     add_progress(report, prediction, dep_dirs, config, tables)
     return report, tables
@@ -129,8 +129,8 @@ def _compare_actuals(report: dict[str, Any], hero: dict[str, Any], tables: dict[
                      dep_dirs: dict[str, str]) -> None:
     """The actual hero curves (trained here, or imported as hero_actual) against the forecast and
     Marin's baseline, through the readers the dashboard uses: one definition of every number."""
-    from ladder.publish import readers
-    from ladder.publish.files import FileCache
+    from ladder.outputs import readers
+    from ladder.outputs.files import FileCache
 
     predict = Path(dep_dirs["predict"])
     imported_dir = predict.parent / "imported"
@@ -182,7 +182,7 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
     if spread:
         lines.append(f"seeds: runs of one size differ by {fmt(spread['median'], '.2%')} (median) to {fmt(spread['max'], '.2%')} "
                      f"over {spread['sizes']} sizes: errors within that are noise")
-    from ladder.isoflop_report import lines as isoflop_lines
+    from ladder.report.isoflop import lines as isoflop_lines
 
     lines += isoflop_lines(rep.get("isoflop"))
     bt = rep.get("backtest") or {}
@@ -269,11 +269,11 @@ def write_report(config: dict, dep_dirs: dict[str, str], out_dir: str) -> tuple[
     if rep.get("hero") and prediction.get("hero"):
         rep["hero"]["flops"] = prediction["hero"].get("flops")
     if dep_dirs.get("fit"):
-        from ladder.publish.readers import param_rows
+        from ladder.outputs.readers import param_rows
 
         rep["fit_params"] = param_rows(layout.read_json(Path(dep_dirs["fit"]) / layout.FIT, {}))
     if dep_dirs.get("isoflop"):
-        from ladder import isoflop_report
+        from ladder.report import isoflop as isoflop_report
 
         rep["isoflop"] = isoflop_report.section(dep_dirs["isoflop"])
     write_pngs(rep, tables, out, dep_dirs.get("fit"))

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ladder import layout
-from ladder.publish.readers import COMPARE_FROM_FRAC
+from ladder.outputs import layout
+from ladder.outputs.readers import COMPARE_FROM_FRAC
 
 # The first 10% of a run is warmup and the fast early drop, where a per-fraction law has least
 # to stand on (Marin's own forecast starts at 5%); the comparison starts here, the same start as

@@ -1,6 +1,6 @@
 """The report's interactive figures, as plotly figure dicts (drawn by the plotly.js bundled in the page).
 
-Each takes the report's numbers and tables (ladder.report.build) and the files the report read, and
+Each takes the report's numbers and tables (ladder.report.build.build) and the files the report read, and
 returns {"data": [...], "layout": {...}} or None when there is nothing to draw. Colours: our
 forecast red, Marin's purple, actual points black, band exits magenta, rungs a sequential scale by
 size (seeds of one size share a colour and a legend entry).
@@ -54,7 +54,7 @@ def _band(x: list, lo: list, hi: list, name: str, color: str, group: str) -> lis
 def rung_series(tables: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
     """A rung's curve as the report draws it: train loss as interval means (the forecast's quantity
     for a ladder trained here), else its eval points (a ladder imported from recorded curves)."""
-    from ladder.publish.readers import actual_series
+    from ladder.outputs.readers import actual_series
 
     m = tables.get(f"metrics/{name}")
     if m is not None and not m.empty and "loss" in m:
@@ -107,7 +107,7 @@ def rungs_figure(rep: dict, tables: dict[str, pd.DataFrame], law_curve: pd.DataF
         traces.append({"x": x, "y": y, "mode": "lines", "name": "law on final loss", "legendgroup": "law",
                        "line": {"color": "#1f77b4", "dash": "dash", "width": 1.5}})
     if pred is not None and not pred.empty and "flops" in pred:
-        from ladder.publish.readers import COMPARE_FROM_FRAC
+        from ladder.outputs.readers import COMPARE_FROM_FRAC
 
         x, y = _xy(pred[pred["step"] >= COMPARE_FROM_FRAC * pred["step"].max()], "flops", "loss")
         traces.append({"x": x, "y": y, "mode": "lines", "name": "hero: our forecast", "line": {"color": OURS, "width": 2}})
@@ -167,7 +167,7 @@ def hero_figure(pred: pd.DataFrame, baseline: pd.DataFrame, actuals: dict[str, p
     if ys:
         lay["yaxis"]["range"] = [min(ys) * 0.985, max(ys) * 1.015]
     if start:
-        from ladder.publish.readers import COMPARE_FROM_FRAC
+        from ladder.outputs.readers import COMPARE_FROM_FRAC
 
         lay["xaxis"]["range"] = [math.log10(start / 3), math.log10(max(v for v in x if v) * 1.1)]
         lay["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": start, "x1": start, "y0": 0, "y1": 1,

@@ -3,7 +3,7 @@
 Real tables (runs, the law with its intervals, backtests, prediction against actual, each actual
 point against ours and Marin's forecasts), interactive plotly figures (plotly.js from the installed
 plotly package, inlined: no CDN), and a timeline of what was predicted when. The numbers are the
-report's (ladder.report.build), which reads through ladder.publish.readers like the dashboard.
+report's (ladder.report.build.build), which reads through ladder.outputs.readers like the dashboard.
 A ``#diag`` element marks the page drawn, for the headless-browser checks.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from ladder import layout
-from ladder.publish import readers, report_figures
-from ladder.publish.files import num
+from ladder.outputs import layout, readers
+from ladder.outputs.files import num
+from ladder.report import figures as report_figures
 
 MAX_POINT_ROWS = 60  # per-point table: every point up to this, else evenly spaced ones (all in report.json / CSV)
 CSS = """
@@ -186,7 +186,7 @@ def _json_safe(x: Any) -> Any:
 
 
 def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: dict[str, str]) -> str:
-    from ladder.publish.server import plotly_js_path
+    from ladder.dashboard.server import plotly_js_path
 
     fdir, pdir = _dir(dep_dirs, "fit"), _dir(dep_dirs, "predict")
     runs = _csv(fdir / layout.RUNS_CSV if fdir else None)

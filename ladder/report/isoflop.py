@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ladder import layout
+from ladder.outputs import layout
 
 BUDGET_KEYS = ("index", "flops", "n_opt", "d_opt", "loss_opt", "tokens_per_param", "tokens_opt",
                "trained_tokens_per_param", "n_opt_lower", "n_opt_upper",
@@ -15,7 +15,7 @@ BUDGET_KEYS = ("index", "flops", "n_opt", "d_opt", "loss_opt", "tokens_per_param
 def section(isoflop_dir: str) -> dict | None:
     """report["isoflop"]: budgets (flops, n_opt, d_opt, loss_opt, their intervals, the best run) and fit (the
     exponents a, b and alpha with their intervals, and the laws' scales), from the isoflop step's isoflop.json."""
-    from ladder.isoflop import DOC
+    from ladder.dag.isoflop import DOC
 
     doc = layout.read_json(Path(isoflop_dir) / DOC)
     if not doc:

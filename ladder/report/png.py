@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 
 
 def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""W&B settings shared by the trainer's callback and the ladder-level run (ladder.publish.wandb_log).
+"""W&B settings shared by the trainer's callback and the ladder-level run (ladder.wandb.log).
 
 - Mode: ``disabled`` logs nothing; ``online``/``offline`` as named; ``auto`` (the default) is online
   when an API key is configured (WANDB_API_KEY or a netrc entry for the W&B host), else offline

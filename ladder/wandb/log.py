@@ -3,7 +3,7 @@
 Our metrics files are the source of truth; W&B is a mirror, so a W&B failure is reported once as
 a warning and never stops training.
 
-- Mode, files and run ids: ladder.publish.wandb_env (``auto`` is online with an API key, else
+- Mode, files and run ids: ladder.wandb.env (``auto`` is online with an API key, else
   offline; W&B's folders under ``<root>/<ladder>/wandb``; a resumed step continues its run).
 - Entity and project: the spec's WandbSpec, else WANDB_ENTITY / WANDB_PROJECT, else project
   ``scaling-ladder``. Group = the ladder's name; run name = the step's name; config = the resolved
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ladder.publish.wandb_env import (
+from ladder.wandb.env import (
     DEFAULT_PROJECT,
     _loggable,
     _plain,
@@ -193,8 +193,8 @@ def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | 
     resolved = resolve_mode(mode, getattr(wb, "mode", None))
     if resolved == "disabled":
         return None
-    from ladder import layout
-    from ladder.publish.data import Root
+    from ladder.outputs import layout
+    from ladder.outputs.data import Root
 
     r = Root(root)
     dirs = r.step_dirs(ladder)
@@ -299,7 +299,7 @@ def _fit_figure(fit: dict):
 
 
 # ------------------------------------------------------------------------------------------
-# Hooks for ladder.stages (a step's config dict and its executor StepContext).
+# Hooks for ladder.dag.stages (a step's config dict and its executor StepContext).
 
 
 def _local_root(ctx) -> tuple[str, str]:
@@ -319,7 +319,7 @@ def _local_root(ctx) -> tuple[str, str]:
 
 
 def training_callbacks(config: dict, ctx) -> list:
-    """The W&B callback for a training step run by ladder.stages.train_step ([] when disabled)."""
+    """The W&B callback for a training step run by ladder.dag.stages.train_step ([] when disabled)."""
     runtime = getattr(ctx, "runtime", None) or {}
     wb = config.get("wandb") or {}
     mode = resolve_mode(runtime.get("wandb_mode"), wb.get("mode"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ladder.cli import main
+from ladder.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 

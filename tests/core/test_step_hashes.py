@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.stages import build_steps
+from ladder.dag.stages import build_steps
 from ladder.executor import Executor
 from ladder.spec import load_spec
 

@@ -3,7 +3,7 @@ rerun/train arguments) or tests/fits/test_cli.py (fit CSVs, predict arguments): 
 commands that write, `ladder import-wandb` references and files, `ladder dashboard` ports and hosts,
 option types. Each: one line on stderr naming the input, exit 2, nothing written.
 
-CLI_GAPS were first found giving tracebacks; ladder/cli.py now turns them into one line too.
+CLI_GAPS were first found giving tracebacks; ladder/cli/main.py now turns them into one line too.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from fits.chinchilla import ChinchillaLaw
 
-cli = pytest.importorskip("ladder.cli")
+cli = pytest.importorskip("ladder.cli.main")
 
 
 def run(args):

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladder import layout
-from ladder.forecast import ForecastCallback, anchored_forecast
+from ladder.analysis.forecast import ForecastCallback, anchored_forecast
+from ladder.outputs import layout
 from ladder.spec import ModelSpec, RungSpec
 
 
@@ -134,7 +134,7 @@ def test_the_heros_eval_ratio_is_the_largest_rungs_with_how_far_it_still_moved(t
 
 
 def test_a_snapshot_reads_the_final_from_the_rungs_ratio_with_its_sigma():
-    from ladder.forecast import ratio_forecast
+    from ladder.analysis.forecast import ratio_forecast
 
     total = 1000
     prior = prior_curve(total)
