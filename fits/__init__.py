@@ -30,7 +30,7 @@ Hyperparameter rules (fits.hparams; a sweep: one row per run)
 
 FitResult (fits.result): law, params, objective, n_points, n_starts, converged, diagnostics,
 config, samples, ci, calibration; .model(), .predict(...), .summary(), .to_json(), FitResult.from_json().
-Reference data loaders: fits.reference. Bad user input raises fits.io.InputError (a ValueError).
+Reference data loaders: fits.reference. Bad user input raises fits.InputError (a ValueError, fits/errors.py).
 
 `import fits` loads none of this: each name is imported on first use (PEP 562), so a command line
 that only needs one law does not pay for the others.
@@ -60,7 +60,7 @@ _LAZY = {
     "JointCurveLaw": "fits.joint", "fit_joint_curves": "fits.joint",
     "FitResult": "fits.result",
     "fit": "fits.runs", "predict": "fits.runs",
-    "read_runs": "fits.io", "InputError": "fits.io",
+    "read_runs": "fits.io", "InputError": "fits.errors",
     "backtest": "fits.uncertainty", "bootstrap": "fits.uncertainty", "calibrate": "fits.uncertainty",
     "prediction_band": "fits.uncertainty", "calibrated_interval": "fits.uncertainty",
     "compute_optimal": "fits.optimal",
@@ -71,7 +71,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from fits.compute import ComputeLaw, fit_compute
     from fits.curves import MultiPowerLaw, TissueLaw, fit_curves, predict_schedule
     from fits.domains import DomainSumLaw, fit_compute_domains
-    from fits.io import InputError, read_runs
+    from fits.errors import InputError
+    from fits.io import read_runs
     from fits.isoflop import IsoFlopLaw, fit_isoflop
     from fits.joint import JointCurveLaw, fit_joint_curves
     from fits.optimal import compute_optimal

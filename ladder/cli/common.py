@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 
+from fits.errors import EXIT_BAD_INPUT, EXIT_FAILED, InputError
 from ladder.spec import LadderSpec, SpecError, load_spec
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "InputError", "LadderGroup", "UserError"]
 # Top-level modules of the `train` extra (pyproject.toml): a command that needs one of them, run on
 # the base install (fits and the CSV commands only), says what to install instead of a traceback.
 TRAIN_EXTRA_MODULES = frozenset({
@@ -23,17 +23,13 @@ TRAIN_EXTRA_MODULES = frozenset({
 })
 
 
-class UserError(click.ClickException):
-    """A user mistake: one line on stderr, exit 2, no traceback."""
-
-    exit_code = EXIT_BAD_INPUT
-
-    def show(self, file=None) -> None:  # one line, no usage block
-        click.echo(f"error: {self.format_message()}", err=True)
+class UserError(InputError):
+    """A user mistake found by a command (an option, the root): one line on stderr, exit 2, no
+    traceback, as every fits.InputError raised under a command is."""
 
 
 class LadderGroup(click.Group):
-    """Turns every user mistake (spec problems, click usage errors) into one line and exit 2."""
+    """Turns every user mistake (spec problems, fits.InputError, click usage errors) into one line and exit 2."""
 
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False
@@ -42,6 +38,9 @@ class LadderGroup(click.Group):
         except SpecError as exc:
             for line in exc.problems:
                 click.echo(f"error: {line}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except ModuleNotFoundError as exc:
             if (exc.name or "").split(".")[0] not in TRAIN_EXTRA_MODULES:

@@ -162,7 +162,3 @@ def export(spec_path, root, out_dir, as_json, overrides):
         click.echo(f"{name:<11} {w['rows']:>7} rows  {w['path']}")
     return 0
 
-
-def register(group: click.Group) -> None:
-    group.add_command(compare)
-    group.add_command(export)

@@ -1,9 +1,9 @@
 """`ladder fit` and `ladder predict`: the fits library's point laws on CSVs (the curve commands and
-`fit-rule` are in fits_cli_curves). Part of the base install: numpy, scipy, pandas and click only.
+`fit-rule` are in ladder.cli.fits_curves). Part of the base install: numpy, scipy, pandas and click only.
 
 Bad input (a missing column, a non-positive or NaN value, too few points, an unreadable file, a
-bad option) is one line on stderr naming the file, column or field and the fix, exit code 2, and
-nothing written. Only these modules import both ladder and fits; fits never imports ladder.
+bad option) raises fits.InputError, which the `ladder` group prints as one line naming the file,
+column or field and the fix, exit code 2, with nothing written. Only these modules import both ladder and fits; fits never imports ladder.
 
 Intervals: a fit with --bootstrap is also calibrated by default (nested backtests measure how
 the error grows beyond the data, fits.calibrate), so the band `predict` prints is the calibrated
@@ -12,38 +12,12 @@ one; every band says how it was made (fits.uncertainty.band_method).
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 
 import click
 
 from ladder.cli.options import example, json_option, level_option
-
-EXIT_BAD_INPUT = 2
-
-
-class FitsInputError(click.ClickException):
-    """A user mistake: one line on stderr, exit 2, no traceback."""
-
-    exit_code = EXIT_BAD_INPUT
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-def input_errors(fn):
-    """Run a command body, turning the library's InputError into one line and exit 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from fits.io import InputError
-
-        try:
-            return fn(*args, **kwargs)
-        except InputError as exc:
-            raise FitsInputError(str(exc)) from exc
-    return wrapper
 
 
 @click.command("fit", epilog=example(
@@ -65,7 +39,6 @@ def input_errors(fn):
 @level_option
 @json_option
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write FIT.json here.")
-@input_errors
 def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, level, as_json, out):
     """Fit a scaling law to RUNS.csv (columns params, tokens, loss; optional flops, active_params)."""
     import fits
@@ -140,7 +113,6 @@ def _calibrated(res, runs, runs_csv, *, explicit, wanted):
 @level_option
 @json_option
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write PRED.csv here.")
-@input_errors
 def predict_cmd(fit_json, n_params, tokens, flops, points, level, as_json, out):
     """Predicted loss with its interval at --level (calibrated when the fit is), at one point or at
     each row of POINTS.csv; says how the interval was made."""
@@ -208,10 +180,3 @@ def _points(res, n_params, tokens, flops, points):
         pts["flops"] = 6.0 * pts["params"] * pts["tokens"]
     return pts
 
-
-def register(group: click.Group) -> None:
-    """Add the fits commands to the `ladder` group."""
-    from ladder.cli import fits_curves as fits_cli_curves
-
-    for cmd in (fit_cmd, predict_cmd, *fits_cli_curves.COMMANDS):
-        group.add_command(cmd)

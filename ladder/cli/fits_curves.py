@@ -13,7 +13,6 @@ import json
 
 import click
 
-from ladder.cli.fits import input_errors
 from ladder.cli.options import example, json_option, level_option
 
 
@@ -26,7 +25,6 @@ from ladder.cli.options import example, json_option, level_option
               help="Multi-Power Law (Luo et al. 2025) or the LR-annealing law (Tissue et al. 2024).")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Write FIT.json here.")
 @json_option
-@input_errors
 def curve_fit_cmd(curves, law, out, as_json):
     """Fit a whole-curve law to one or more CURVE.csv files (columns step, lr, loss)."""
     from fits.curves import MIN_POINTS, fit_curves
@@ -60,7 +58,6 @@ def curve_fit_cmd(curves, law, out, as_json):
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write PRED.csv here (a `schedule` column when there are several).")
 @json_option
-@input_errors
 def curve_predict_cmd(fit_json, schedules, out, as_json):
     """The loss curve a curve fit predicts for each SCHEDULE.csv (columns step, lr). A schedule that
     also has a loss column is scored: mean |predicted / actual - 1|, per schedule and overall."""
@@ -141,7 +138,6 @@ def _error_lines(summary: dict | None) -> list[str]:
               help="Keep only rows whose COL equals VALUE (repeatable), e.g. --where sweep=lr.")
 @level_option
 @json_option
-@input_errors
 def fit_rule_cmd(sweep_csv, x_col, budget_col, loss_col, where, level, as_json):
     """Fit x_opt = coef * budget^exponent from a hyperparameter sweep (one row per run)."""
     import pandas as pd
@@ -173,5 +169,3 @@ def fit_rule_cmd(sweep_csv, x_col, budget_col, loss_col, where, level, as_json):
         click.echo(f"  {budget_col} {o.budget:.4g}: {x_col}_opt {o.x_opt:.4g}, loss {o.loss_opt:.4f} "
                    f"({o.n_values} values; {where_})")
 
-
-COMMANDS = (curve_fit_cmd, curve_predict_cmd, fit_rule_cmd)

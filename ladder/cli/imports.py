@@ -46,15 +46,12 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
     spec = _spec(spec_path, overrides, root)
     if "://" in spec.root:
         raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
-    try:
-        if from_wandb is None:
-            frame, skipped = imported.read_results(results_csv, spec), []
-        else:
-            from ladder.imports.wandb_project import read_project
+    if from_wandb is None:
+        frame, skipped = imported.read_results(results_csv, spec), []
+    else:
+        from ladder.imports.wandb_project import read_project
 
-            frame, skipped = read_project(from_wandb, spec, metric=metric, curves=curves, timeout_s=timeout_s)
-    except imported.ImportError_ as exc:
-        raise UserError(str(exc)) from exc
+        frame, skipped = read_project(from_wandb, spec, metric=metric, curves=curves, timeout_s=timeout_s)
     path = stages.write_imported(spec, frame)
     kind = "curves" if "step" in frame.columns else "results"
     counts = frame.groupby("name", sort=False).size()
@@ -78,6 +75,3 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
         click.echo(f"  skipped {line}")
     return 0
 
-
-def register(group: click.Group) -> None:
-    group.add_command(import_results)

@@ -12,6 +12,8 @@ import sys
 
 import click
 
+from ladder.cli import export, fits_curves, imports, publish, show
+from ladder.cli import fits as fits_commands
 from ladder.cli.common import (
     EXIT_FAILED,
     LadderGroup,
@@ -41,7 +43,7 @@ def main() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Ladder commands (shared options and the error handling are in cli_base).
+# Ladder commands (shared options and the error handling are in ladder.cli.common).
 
 
 @main.command(epilog=example(
@@ -317,21 +319,16 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
     return 0
 
 
-def _register_optional() -> None:
-    """Commands that live beside their subsystem (fits, publish) register themselves here."""
-    import importlib
-
-    for module in ("ladder.cli.imports", "ladder.cli.fits", "ladder.cli.show", "ladder.cli.export", "ladder.cli.publish"):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        mod.register(main)
-
-
-_register_optional()
+# Every other command, one module a group of them (each imports only click and what `--help` needs).
+for _command in (
+    fits_commands.fit_cmd, fits_commands.predict_cmd,
+    fits_curves.curve_fit_cmd, fits_curves.curve_predict_cmd, fits_curves.fit_rule_cmd,
+    imports.import_results,
+    show.show, show.env_cmd,
+    export.compare, export.export,
+    publish.report_command(), publish.dashboard, publish.import_wandb,
+):
+    main.add_command(_command)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`ladder report`, `ladder dashboard` and `ladder import-wandb`, registered on the `ladder` click group."""
+"""`ladder report`, `ladder dashboard` and `ladder import-wandb`."""
 
 from __future__ import annotations
 
@@ -9,30 +9,15 @@ from pathlib import Path
 
 import click
 
+from ladder.cli.common import UserError
 from ladder.cli.options import example
-
-
-class BadInput(click.ClickException):
-    """A user mistake: the ladder group prints one line and exits 2."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
 
 
 def _default_root() -> str:
     return os.environ.get("LADDER_ROOT") or "runs"
 
 
-def register(group: click.Group) -> None:
-    group.add_command(_report_command())
-    group.add_command(dashboard)
-    group.add_command(import_wandb)
-
-
-def _report_command() -> click.Command:
-    # ladder.cli.main registers this module after defining its options and spec loader
+def report_command() -> click.Command:
     from ladder.cli.common import EXIT_FAILED, _spec, set_option, spec_argument
     from ladder.cli.options import json_option, root_option
 
@@ -93,16 +78,16 @@ def dashboard(root, host, port, verbose, as_json):
 
     root = root or _default_root()
     if "://" in root:
-        raise BadInput(f"--root {root}: the dashboard reads a local folder; copy or mount the root locally")
+        raise UserError(f"--root {root}: the dashboard reads a local folder; copy or mount the root locally")
     path = Path(root).expanduser()
     if not path.is_dir():
-        raise BadInput(f"--root {root}: no such folder; give the folder a ladder was submitted with (--root)")
+        raise UserError(f"--root {root}: no such folder; give the folder a ladder was submitted with (--root)")
     if not 0 <= port <= 65535:
-        raise BadInput(f"--port {port}: must be between 0 and 65535")
+        raise UserError(f"--port {port}: must be between 0 and 65535")
     try:
         server = DashboardServer(path, host=host, port=port, quiet=not verbose)
     except OSError as exc:
-        raise BadInput(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc}); "
+        raise UserError(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc}); "
                        "pick another port, e.g. --port 0") from exc
     if as_json:
         click.echo(json.dumps({"url": server.url, "api": f"{server.url}api/ladders", "host": server.host,
@@ -138,13 +123,10 @@ def dashboard(root, host, port, verbose, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name, as_json):
     """Import a W&B run's history as an actual curve the dashboard and report overlay."""
-    from ladder.imports.wandb_run import ImportErrorLine, import_run
+    from ladder.imports.wandb_run import import_run
 
-    try:
-        out, n = import_run(run_path, name, root=root or _default_root(), ladder=ladder_name, keys=keys,
-                            from_csv=from_csv, metric=metric)
-    except ImportErrorLine as exc:
-        raise BadInput(str(exc)) from None
+    out, n = import_run(run_path, name, root=root or _default_root(), ladder=ladder_name, keys=keys,
+                        from_csv=from_csv, metric=metric)
     if as_json:
         click.echo(json.dumps({"run": run_path, "name": name, "metric": metric, "rows": n, "path": str(out)}))
         return 0

@@ -94,7 +94,3 @@ def env_cmd(as_json):
         click.echo(f"{r['name']:<26} {'(unset)' if r['value'] is None else r['value']!r}\n    {r['doc']}")
     return 0
 
-
-def register(group: click.Group) -> None:
-    group.add_command(show)
-    group.add_command(env_cmd)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fits.errors import InputError
 from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, rung_from_dict
 
@@ -23,26 +24,22 @@ IMPORTED = "imported_results.csv"
 COMPLETE_FRAC = 0.995
 
 
-class ImportError_(ValueError):
-    """A bad results file: the message names the file, the row or column, and the fix."""
-
-
 def read_results(path: str, spec: LadderSpec) -> pd.DataFrame:
-    """The file as normalised rows (name, loss, and step/tokens/params/flops where given), or ImportError_."""
+    """The file as normalised rows (name, loss, and step/tokens/params/flops where given), or InputError."""
     try:
         frame = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ImportError_(f"{path}: cannot read a CSV ({type(exc).__name__}); give a CSV with columns name, loss") from exc
+        raise InputError(f"{path}: cannot read a CSV ({type(exc).__name__}); give a CSV with columns name, loss") from exc
     return check_results(frame, str(path), spec)
 
 
 def check_results(frame: pd.DataFrame, path: str, spec: LadderSpec) -> pd.DataFrame:
-    """Rows read from a file or a W&B project (`path` names which), checked and normalised, or ImportError_."""
+    """Rows read from a file or a W&B project (`path` names which), checked and normalised, or InputError."""
     if "name" not in frame.columns and "rung" in frame.columns:
         frame = frame.rename(columns={"rung": "name"})
     for col in ("name", "loss"):
         if col not in frame.columns:
-            raise ImportError_(f"{path}: missing column '{col}'; give columns name (or rung), loss, and for curves step "
+            raise InputError(f"{path}: missing column '{col}'; give columns name (or rung), loss, and for curves step "
                                "(optional tokens, params, flops)")
     names = {r.name for r in spec.all_runs()}
     numeric = [c for c in ("loss", "step", "tokens", "params", "flops") if c in frame.columns]
@@ -50,9 +47,9 @@ def check_results(frame: pd.DataFrame, path: str, spec: LadderSpec) -> pd.DataFr
     zero_ok = {"step", "tokens", "flops"} if "step" in frame.columns else set()
     for i, row in frame.iterrows():
         if row["name"] not in names:
-            raise ImportError_(f"{path}: row {i + 1}: name {row['name']!r} is not a run of {spec.name} ({', '.join(sorted(names))})")
+            raise InputError(f"{path}: row {i + 1}: name {row['name']!r} is not a run of {spec.name} ({', '.join(sorted(names))})")
         if pd.isna(row["loss"]):
-            raise ImportError_(f"{path}: row {i + 1}: loss is empty")
+            raise InputError(f"{path}: row {i + 1}: loss is empty")
         for col in numeric:
             v = row[col]
             if pd.isna(v):
@@ -61,21 +58,21 @@ def check_results(frame: pd.DataFrame, path: str, spec: LadderSpec) -> pd.DataFr
             ok = ok and (v >= 0 if col in zero_ok else v > 0)
             if not ok:
                 kind = "a non-negative number" if col in zero_ok else "a positive number"
-                raise ImportError_(f"{path}: row {i + 1}: {col} must be {kind}, got {v!r}")
+                raise InputError(f"{path}: row {i + 1}: {col} must be {kind}, got {v!r}")
     if "step" in frame.columns:
         if frame["step"].isna().any():
             i = int(np.flatnonzero(frame["step"].isna())[0])
-            raise ImportError_(f"{path}: row {i + 1}: step is empty; a curve needs a step on every row")
+            raise InputError(f"{path}: row {i + 1}: step is empty; a curve needs a step on every row")
         dup = frame.duplicated(["name", "step"], keep=False)
         if dup.any():
             i = int(np.flatnonzero(dup)[0])
-            raise ImportError_(f"{path}: row {i + 1}: {frame['name'].iloc[i]} has step {frame['step'].iloc[i]} twice; "
+            raise InputError(f"{path}: row {i + 1}: {frame['name'].iloc[i]} has step {frame['step'].iloc[i]} twice; "
                                "keep one row per (name, step)")
     else:
         dup = frame.duplicated(["name"], keep=False)
         if dup.any():
             i = int(np.flatnonzero(dup)[0])
-            raise ImportError_(f"{path}: row {i + 1}: {frame['name'].iloc[i]} has several final losses; give a step "
+            raise InputError(f"{path}: row {i + 1}: {frame['name'].iloc[i]} has several final losses; give a step "
                                "column to import a curve")
     keep = ["name", "loss"] + [c for c in ("step", "tokens", "params", "flops") if c in frame.columns]
     return frame[keep]

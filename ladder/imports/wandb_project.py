@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from ladder.imports.results import ImportError_, check_results
+from fits.errors import InputError
+from ladder.imports.results import check_results
 from ladder.imports.wandb_run import EVAL_KEYS, FLOPS_KEYS, TOKEN_KEYS
 from ladder.wandb.env import teardown_bounded
 
@@ -46,7 +47,7 @@ def parse_project(path: str) -> tuple[str, str]:
     p = path.strip().removeprefix("https://wandb.ai/").removeprefix("wandb.ai/").split("?")[0].strip("/")
     m = PROJECT_RE.match(p)
     if not m:
-        raise ImportError_(f"--from-wandb {path!r}: expected ENTITY/PROJECT, e.g. marin-community/marin_moe")
+        raise InputError(f"--from-wandb {path!r}: expected ENTITY/PROJECT, e.g. marin-community/marin_moe")
     return m.group(1), m.group(2)
 
 
@@ -107,7 +108,7 @@ def rows_from_runs(runs: Sequence[tuple[Any, list[dict]]], names: Iterable[str],
             rows.append(row)
     if not rows:
         detail = "; ".join(skipped[:3]) or "the project has no runs"
-        raise ImportError_(f"{source}: no run of {len(wanted)} spec runs ({', '.join(sorted(wanted))}) found "
+        raise InputError(f"{source}: no run of {len(wanted)} spec runs ({', '.join(sorted(wanted))}) found "
                            f"({detail}); check the project, or name the loss with --metric KEY")
     frame = pd.DataFrame(rows)
     return frame[[c for c in ("name", "step", "loss", "tokens", "params", "flops") if c in frame.columns]], skipped
@@ -136,19 +137,19 @@ def read_project(project_path: str, spec, **kwargs) -> tuple[pd.DataFrame, list[
 def fetch(project_path: str, names: Iterable[str], *, metric: str | None = None, curves: bool = False,
           timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[pd.DataFrame, list[str]]:
     """The project's runs through wandb.Api, mapped by `rows_from_runs`. Every failure (no login,
-    no wandb, an unreachable server, a missing project) is one ImportError_ line; W&B's own files
+    no wandb, an unreachable server, a missing project) is one InputError line; W&B's own files
     go to a temporary folder that is removed, so nothing is left in the root or the home."""
     entity, project = parse_project(project_path)
     source = f"--from-wandb {entity}/{project}"
     from ladder.wandb.env import has_api_key
 
     if not has_api_key():
-        raise ImportError_(f"{source}: no W&B API key; run `wandb login` or set WANDB_API_KEY, or export the "
+        raise InputError(f"{source}: no W&B API key; run `wandb login` or set WANDB_API_KEY, or export the "
                            "project's runs to CSV and pass RESULTS.csv instead")
     try:
         import wandb
     except ImportError as exc:
-        raise ImportError_(f"{source}: wandb is not installed; pip install 'scaling-ladder[train]'") from exc
+        raise InputError(f"{source}: wandb is not installed; pip install 'scaling-ladder[train]'") from exc
     wanted = set(names)
     with _scratch_wandb_dirs():
         try:
@@ -164,7 +165,7 @@ def fetch(project_path: str, names: Iterable[str], *, metric: str | None = None,
                 pairs.append((run, history))
         except Exception as exc:  # network, auth, a missing project: W&B raises many kinds; one line each
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise ImportError_(f"{source}: W&B API failed ({type(exc).__name__}: {first}); check the project, "
+            raise InputError(f"{source}: W&B API failed ({type(exc).__name__}: {first}); check the project, "
                                "your login and WANDB_BASE_URL, or import an exported CSV") from None
         finally:
             teardown_bounded(wandb, TEARDOWN_S)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fits.errors import InputError
 from ladder.outputs import layout
 from ladder.outputs.data import safe_name
 
@@ -33,10 +34,6 @@ METRIC_COLUMN = "metric"  # a long-format export: one row per (step, metric), th
 RUN_PATH_RE = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/(?:runs/)?([A-Za-z0-9_.-]+)$")
 
 
-class ImportErrorLine(ValueError):
-    """Bad input for an import: one line naming what is wrong and the fix."""
-
-
 def parse_run_path(run_path: str) -> tuple[str, str, str]:
     path = run_path.strip()
     for prefix in ("https://wandb.ai/", "http://wandb.ai/", "wandb.ai/"):
@@ -45,7 +42,7 @@ def parse_run_path(run_path: str) -> tuple[str, str, str]:
     path = path.split("?")[0].strip("/")
     m = RUN_PATH_RE.match(path)
     if not m:
-        raise ImportErrorLine(f"run {run_path!r}: expected ENTITY/PROJECT/RUN_ID, e.g. marin-community/marin_moe/abc123")
+        raise InputError(f"run {run_path!r}: expected ENTITY/PROJECT/RUN_ID, e.g. marin-community/marin_moe/abc123")
     return m.group(1), m.group(2), m.group(3)
 
 
@@ -60,7 +57,7 @@ def parse_keys(keys) -> list[tuple[str, str]]:
             src, _, dst = part.partition("=")
             src, dst = src.strip(), (dst.strip() or src.strip())
             if not src or not re.match(r"^[A-Za-z0-9_./:@ -]+$", dst):
-                raise ImportErrorLine(f"--keys {part!r}: give KEY or KEY=NAME (NAME of letters, digits, _ . / -)")
+                raise InputError(f"--keys {part!r}: give KEY or KEY=NAME (NAME of letters, digits, _ . / -)")
             out.append((src, dst))
     return out
 
@@ -69,16 +66,16 @@ def read_export_csv(path: str | Path) -> list[dict[str, Any]]:
     """Records of an exported history CSV (either shape), values parsed as numbers."""
     p = Path(path)
     if not p.is_file():
-        raise ImportErrorLine(f"--from-csv {path}: no such file; export the run's history as CSV first")
+        raise InputError(f"--from-csv {path}: no such file; export the run's history as CSV first")
     try:
         with p.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
             header = next(reader, None)
             if not header:
-                raise ImportErrorLine(f"--from-csv {path}: empty file; export the run's history with a header row")
+                raise InputError(f"--from-csv {path}: empty file; export the run's history with a header row")
             rows = [r for r in reader]
     except (UnicodeDecodeError, csv.Error) as exc:
-        raise ImportErrorLine(f"--from-csv {path}: not a CSV ({exc}); export the history as comma-separated text") from None
+        raise InputError(f"--from-csv {path}: not a CSV ({exc}); export the history as comma-separated text") from None
     names = []
     for h in header:
         h = h.strip()
@@ -116,17 +113,17 @@ def choose_metric(records: list[dict[str, Any]], metric: str | None, source: str
     names = sorted({r[METRIC_COLUMN] for r in records if isinstance(r.get(METRIC_COLUMN), str)})
     if names:
         if metric is None and len(names) > 1:
-            raise ImportErrorLine(f"{source}: holds {len(names)} metrics in its '{METRIC_COLUMN}' column ({', '.join(names)}); "
+            raise InputError(f"{source}: holds {len(names)} metrics in its '{METRIC_COLUMN}' column ({', '.join(names)}); "
                                   f"pick one with --metric NAME, e.g. --metric {names[0]}")
         chosen = metric or names[0]
         if chosen not in names:
-            raise ImportErrorLine(f"{source}: no rows of metric {chosen!r} (it holds {', '.join(names)}); fix --metric")
+            raise InputError(f"{source}: no rows of metric {chosen!r} (it holds {', '.join(names)}); fix --metric")
         return [{k: v for k, v in r.items() if k != METRIC_COLUMN} for r in records if r.get(METRIC_COLUMN) == chosen], []
     if metric is None:
         return records, []
     if not any(metric in r for r in records):
         have = ", ".join(sorted({k for r in records[:50] for k in r})[:12])
-        raise ImportErrorLine(f"{source}: no column {metric!r} (columns: {have}); fix --metric")
+        raise InputError(f"{source}: no column {metric!r} (columns: {have}); fix --metric")
     return [r for r in records if metric in r], [(metric, "loss")]
 
 
@@ -136,11 +133,11 @@ def fetch_api(run_path: str, keys: list[tuple[str, str]]) -> list[dict[str, Any]
     try:
         import wandb
     except ImportError as exc:  # pragma: no cover - wandb is a dependency
-        raise ImportErrorLine("wandb is not installed; pip install wandb, or use --from-csv FILE") from exc
+        raise InputError("wandb is not installed; pip install wandb, or use --from-csv FILE") from exc
     from ladder.wandb.env import has_api_key
 
     if not has_api_key():
-        raise ImportErrorLine("no W&B API key: run `wandb login` or set WANDB_API_KEY, "
+        raise InputError("no W&B API key: run `wandb login` or set WANDB_API_KEY, "
                               "or export the run's history to CSV and pass --from-csv FILE")
     try:
         api = wandb.Api(timeout=60)
@@ -157,11 +154,11 @@ def fetch_api(run_path: str, keys: list[tuple[str, str]]) -> list[dict[str, Any]
             records = [merged[s] for s in sorted(merged)]
         else:
             records = list(run.scan_history(page_size=1000))
-    except ImportErrorLine:
+    except InputError:
         raise
     except Exception as exc:  # network, auth, missing run: one line
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ImportErrorLine(f"run {run_path}: W&B API failed ({first[:200]}); check the path and your login, "
+        raise InputError(f"run {run_path}: W&B API failed ({first[:200]}); check the path and your login, "
                               "or use --from-csv FILE") from None
     return [{k: _number(v) for k, v in r.items() if _number(v) is not None} for r in records]
 
@@ -169,20 +166,20 @@ def fetch_api(run_path: str, keys: list[tuple[str, str]]) -> list[dict[str, Any]
 def normalize(records: list[dict[str, Any]], keys: list[tuple[str, str]], source: str) -> list[dict[str, Any]]:
     """Rows with step (and tokens, flops, loss, eval_loss where known), sorted by step."""
     if not records:
-        raise ImportErrorLine(f"{source}: no history rows with numbers; check the run and the exported columns")
+        raise InputError(f"{source}: no history rows with numbers; check the run and the exported columns")
     present: dict[str, None] = {}
     for r in records:
         for k in r:
             present.setdefault(k, None)
     step_key = next((k for k in STEP_KEYS if k in present), None)
     if step_key is None:
-        raise ImportErrorLine(f"{source}: no step column (one of {', '.join(STEP_KEYS)}); export the history with its step")
+        raise InputError(f"{source}: no step column (one of {', '.join(STEP_KEYS)}); export the history with its step")
     mapping: list[tuple[str, str]] = []
     if keys:
         missing = [src for src, _ in keys if src not in present]
         if missing:
             have = ", ".join(list(present)[:12])
-            raise ImportErrorLine(f"{source}: no key {missing[0]!r} in the history (keys present: {have}); fix --keys")
+            raise InputError(f"{source}: no key {missing[0]!r} in the history (keys present: {have}); fix --keys")
         mapping = list(keys)
     else:
         mapping = [(k, k) for k in present if k != step_key and ("loss" in k or k in TOKEN_KEYS or k in FLOPS_KEYS)]
@@ -205,29 +202,29 @@ def normalize(records: list[dict[str, Any]], keys: list[tuple[str, str]], source
         row.update(vals)
     rows = [by_step[s] for s in sorted(by_step)]
     if not any(any(k != "step" for k in r) for r in rows):
-        raise ImportErrorLine(f"{source}: none of the imported keys has a value; pick keys with --keys")
+        raise InputError(f"{source}: none of the imported keys has a value; pick keys with --keys")
     return rows
 
 
 def import_run(run_path: str, name: str, root: str | Path, ladder: str | None = None, keys=(),
                from_csv: str | Path | None = None, metric: str | None = None) -> tuple[Path, int]:
-    """Import and write; returns (the run's folder, rows written). Raises ImportErrorLine on bad input."""
+    """Import and write; returns (the run's folder, rows written). Raises InputError on bad input."""
     parse_run_path(run_path)
     if not safe_name(name):
-        raise ImportErrorLine(f"--as {name!r}: use letters, digits, '_', '.', '-' (no '/' or '..'), e.g. --as marin_hero")
+        raise InputError(f"--as {name!r}: use letters, digits, '_', '.', '-' (no '/' or '..'), e.g. --as marin_hero")
     root_p = Path(root).expanduser()
     if "://" in str(root):
-        raise ImportErrorLine(f"--root {root}: import writes to a local folder; give a local path")
+        raise InputError(f"--root {root}: import writes to a local folder; give a local path")
     if not root_p.is_dir():
-        raise ImportErrorLine(f"--root {root}: no such folder; give the ladder root (the --root you submitted with)")
+        raise InputError(f"--root {root}: no such folder; give the ladder root (the --root you submitted with)")
     if ladder is None:
         ladders = [d.name for d in sorted(root_p.iterdir()) if d.is_dir() and safe_name(d.name) and not d.name.startswith(".")]
         if len(ladders) != 1:
             found = ", ".join(ladders) or "none"
-            raise ImportErrorLine(f"--ladder: {len(ladders)} ladders under {root} ({found}); name one with --ladder NAME")
+            raise InputError(f"--ladder: {len(ladders)} ladders under {root} ({found}); name one with --ladder NAME")
         ladder = ladders[0]
     if not safe_name(ladder):
-        raise ImportErrorLine(f"--ladder {ladder!r}: use letters, digits, '_', '.', '-'")
+        raise InputError(f"--ladder {ladder!r}: use letters, digits, '_', '.', '-'")
     key_pairs = parse_keys(keys)
     if from_csv is not None:
         records = read_export_csv(from_csv)
