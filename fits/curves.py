@@ -61,7 +61,7 @@ class MultiPowerLaw:
         # gives that parameter's limit, so the division by zero is no error (it warned on every predict).
         with np.errstate(divide="ignore"):
             theta = np.log([getattr(self, k) for k in MULTIPOWER_PARAMS])
-        return np.exp(_mpl_logpred(theta, c)[0])
+        return np.exp(mpl_logpred(theta, c)[0])
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class TissueLaw:
         c = prepare_curve(step, lr, None, at=at, law="tissue", warmup=self.warmup, lam=self.lam)
         with np.errstate(divide="ignore"):  # a parameter stored as 0, as in MultiPowerLaw.predict
             theta = np.log([getattr(self, k) for k in TISSUE_PARAMS])
-        return np.exp(_tissue_logpred(theta, c)[0])
+        return np.exp(tissue_logpred(theta, c)[0])
 
 
 def curve_law(name: str, params: dict[str, float], config: dict | None = None):
@@ -167,7 +167,7 @@ def momentum(d: np.ndarray, lam: float) -> np.ndarray:
     return out
 
 
-def _mpl_logpred(theta: np.ndarray, c: PreparedCurve, want_grad: bool = False):
+def mpl_logpred(theta: np.ndarray, c: PreparedCurve, want_grad: bool = False):
     """log prediction at c.t and (optionally) d log pred / d theta, theta = log params (7,)."""
     L0, A, alpha, B, C, beta, gamma = np.exp(theta)
     logS = np.log(c.S1)
@@ -204,7 +204,7 @@ def _mpl_logpred(theta: np.ndarray, c: PreparedCurve, want_grad: bool = False):
     return logpred, J / pred[:, None]
 
 
-def _tissue_logpred(theta: np.ndarray, c: PreparedCurve, want_grad: bool = False):
+def tissue_logpred(theta: np.ndarray, c: PreparedCurve, want_grad: bool = False):
     L0, A, alpha, C = np.exp(theta)
     logS = np.log(c.S1)
     powA = A * np.exp(-alpha * logS)
@@ -231,7 +231,7 @@ def _objective_single(theta, curves, logpred_fn, delta=HUBER_DELTA):
     return f, g
 
 
-def _starts(curves_df: list[pd.DataFrame], law: str) -> np.ndarray:
+def curve_starts(curves_df: list[pd.DataFrame], law: str) -> np.ndarray:
     """A small grid around a power-law fit of the constant-lr part of the data."""
     loss = np.concatenate([d["loss"].to_numpy(float) for d in curves_df])
     lmin = loss.min()
@@ -272,8 +272,8 @@ def fit_curves(curves, law: str = "multipower", *, names=None, warmup: str = "li
         raise ValueError(f"{n_points} points; the {law} law needs at least {MIN_POINTS[law]}")
     prepared = [prepare_curve(d["step"], d["lr"], d["loss"], law=law, warmup=warmup, block=block, lam=lam)
                 for d in frames]
-    logpred_fn = _mpl_logpred if law == "multipower" else _tissue_logpred
-    x0 = _starts(frames, law) if starts is None else np.log(np.asarray(starts, dtype=np.float64))
+    logpred_fn = mpl_logpred if law == "multipower" else tissue_logpred
+    x0 = curve_starts(frames, law) if starts is None else np.log(np.asarray(starts, dtype=np.float64))
 
     def fun(X, rows):
         out = [_objective_single(x, prepared, logpred_fn) for x in X]

@@ -18,12 +18,12 @@ from fits.curves import (
     DEFAULT_BLOCK,
     MULTIPOWER_PARAMS,
     TISSUE_PARAMS,
-    _mpl_logpred,
-    _starts,
-    _tissue_logpred,
     curve_law,
+    curve_starts,
     fit_curves,
+    mpl_logpred,
     prepare_curve,
+    tissue_logpred,
 )
 from fits.lbfgs import best_starts, multistart
 from fits.result import FitResult
@@ -95,7 +95,7 @@ def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, w
     x0 = np.concatenate([icpt, slope[vidx]])
     # A second start with shared parameters at their mean: guards against a noisy slope.
     x1 = np.concatenate([P.mean(axis=0), slope[vidx]])
-    logpred_fn = _mpl_logpred if law == "multipower" else _tissue_logpred
+    logpred_fn = mpl_logpred if law == "multipower" else tissue_logpred
     n_base = len(names)
 
     def single(th):
@@ -123,7 +123,7 @@ def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, w
     # On short, noisy curves the per-size fits degenerate (a B of 1e15 or an exponent of 1e6 where the
     # annealing term is unidentified), and a regression through them overflows at every size: the
     # pooled grid of fits.curves with flat slopes keeps a finite start; the best two are descended.
-    pooled = _starts([pd.DataFrame(c) for cs in curves_by_N.values() for c in cs], law)
+    pooled = curve_starts([pd.DataFrame(c) for cs in curves_by_N.values() for c in cs], law)
     candidates = np.vstack([[x0, x1], np.hstack([pooled, np.zeros((len(pooled), len(vidx)))])])
     best, best_f, ok, _ = multistart(fun, best_starts(fun, candidates, 2), n_polish=1, max_iter=1000, ftol=1e-12)
     params = {k: float(np.exp(best[i])) for i, k in enumerate(names)}

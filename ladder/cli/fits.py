@@ -7,7 +7,7 @@ column or field and the fix, exit code 2, with nothing written. Only these modul
 
 Intervals: a fit with --bootstrap is also calibrated by default (nested backtests measure how
 the error grows beyond the data, fits.calibrate), so the band `predict` prints is the calibrated
-one; every band says how it was made (fits.uncertainty.band_method).
+one; every band says how it was made (fits.result.band_method).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, level, as_json, out):
     """Fit a scaling law to RUNS.csv (columns params, tokens, loss; optional flops, active_params)."""
     import fits
     from fits.io import InputError, write_text_atomic
-    from fits.uncertainty import band_method
+    from fits.result import band_method
 
     if pin_e is not None and law != "compute":
         raise InputError("--pin-E applies to --law compute only; drop it or use --law compute")
@@ -117,7 +117,8 @@ def predict_cmd(fit_json, n_params, tokens, flops, points, level, as_json, out):
     """Predicted loss with its interval at --level (calibrated when the fit is), at one point or at
     each row of POINTS.csv; says how the interval was made."""
     from fits.io import InputError, read_fit, write_csv_atomic
-    from fits.uncertainty import band_method, decades_beyond, prediction_band
+    from fits.result import band_method
+    from fits.uncertainty import decades_beyond, prediction_band
 
     res = read_fit(fit_json)
     if res.law not in ("chinchilla", "compute", "isoflop"):

@@ -22,8 +22,6 @@ from ladder.spec import LadderSpec, to_dict
 ISOFLOP_FN = "ladder.dag.isoflop:isoflop_step"
 REUSE_FN = "ladder.dag.isoflop:reuse_step"
 STEP = "isoflop"
-DOC = "isoflop.json"
-RUNS_CSV = "isoflop.csv"
 # What a reused rung copies from its sweep run: everything the analysis reads (never checkpoints).
 COPIED = (layout.METRICS, layout.EVAL, layout.EVENTS, "branches.jsonl")
 PENDING_NOTE = "size from isoflop"
@@ -31,8 +29,8 @@ PENDING_NOTE = "size from isoflop"
 
 def sweep_steps(spec: LadderSpec) -> list:
     """The sweep's training steps and the isoflop fit step (empty without an isoflop stage)."""
-    from ladder.dag.stages import ANALYSIS_CODE, ANALYSIS_PACKAGES
-    from ladder.dag.train_steps import step_inputs, training_step
+    from ladder.dag.inputs import ANALYSIS_CODE, ANALYSIS_PACKAGES, step_inputs
+    from ladder.dag.train_steps import training_step
     from ladder.executor import Dep, Step
 
     runs = sweep_runs(spec)
@@ -60,7 +58,7 @@ def read_doc(spec: LadderSpec, steps: list | None = None) -> dict | None:
     node = executor.graph(steps)[STEP]
     if read_state(executor.store, node.dir).state != SUCCESS:
         return None
-    doc = executor.store.read_json(executor.store.join(node.dir, DOC))
+    doc = executor.store.read_json(executor.store.join(node.dir, layout.ISOFLOP_JSON))
     return doc if isinstance(doc, dict) else None
 
 
@@ -121,10 +119,10 @@ def isoflop_step(config: dict, ctx) -> dict:
             raise RuntimeError(f"isoflop: {exc}; widen the sizes of the budgets whose runs all fall on one side "
                                "of the optimum") from exc
         doc = _doc(table, boot)
-        layout.write_csv_atomic(f"{out_dir}/{RUNS_CSV}", table.assign(
+        layout.write_csv_atomic(f"{out_dir}/{layout.ISOFLOP_CSV}", table.assign(
             tokens_per_param=table["tokens"] / table["params_active"], best=table["run"].isin(
                 [b["best_run"] for b in doc["budgets"]])).sort_values(["budget", "d_model"]))
-        layout.write_json_atomic(f"{out_dir}/{DOC}", doc)
+        layout.write_json_atomic(f"{out_dir}/{layout.ISOFLOP_JSON}", doc)
     return {"budgets": len(doc["budgets"]), "a": doc["fit"]["a"], "b": doc["fit"]["b"]}
 
 

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ladder.dag import kinds
+from ladder.dag.inputs import ANALYSIS_CODE, ANALYSIS_PACKAGES, REPORT_CODE, step_inputs
 from ladder.dag.step_io import local_dirs
-from ladder.dag.train_steps import run_data, step_inputs, train_config, training_step
+from ladder.dag.train_steps import run_data, train_config, training_step
 from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
 
@@ -30,12 +31,6 @@ PREDICT_FN = "ladder.dag.stages:predict_step"
 GATE_FN = "ladder.dag.stages:gate_step"
 REPORT_FN = "ladder.dag.stages:report_step"
 IMPORT_FN = "ladder.dag.stages:import_step"
-
-
-# The packages and source of the analysis steps (see ladder.dag.train_steps for the training ones).
-ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
-ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/stages.py")
-REPORT_CODE = ("ladder/report/", "ladder/outputs/", "ladder/analysis", "fits/", "ladder/dag/stages.py")
 
 
 def build_steps(spec: LadderSpec) -> list:

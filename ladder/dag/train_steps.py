@@ -8,25 +8,10 @@ import hashlib
 from typing import Any
 
 from ladder.dag import kinds
+from ladder.dag.inputs import TRAIN_CODE, TRAIN_PACKAGES, step_inputs
 from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
 
 TRAIN_FN = "ladder.dag.stages:train_step"
-# The packages whose versions a step's numbers depend on: part of its hash (config["inputs"]).
-TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
-# The source a training step runs (prefixes in the checkout): a change there leaves its runs stale.
-TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/spec/recipe.py", "ladder/dag/stages.py", "ladder/analysis/forecast.py")
-
-
-def step_inputs(packages: tuple[str, ...], data=None) -> dict[str, Any]:
-    """The package versions (and data digests) a step's numbers depend on: hashed as config["inputs"]."""
-    from ladder.executor.provenance import versions
-
-    out: dict[str, Any] = {"packages": versions(packages)}
-    if data is not None:
-        from ladder.train.digest import source_digest
-
-        out["data"] = {d.name: source_digest(d.source) for d in data.domains}
-    return out
 
 
 def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:

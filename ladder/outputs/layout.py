@@ -19,6 +19,7 @@
       gate:     gate.json (passed, reasons, overridden)
       hero:     + forecasts.jsonl (one snapshot per refit: at_step, predicted_final, lower, upper)
                 + forecasts/<at_step>.csv (the refreshed predicted curve, eval loss)
+      isoflop:  isoflop.json (each budget's vertex, the frontier's laws), isoflop.csv (one row a sweep run)
       imported: result.json (+ eval.jsonl for a curve; "partial" when it stopped short)
       report:   report.json, report.html, *.png, curve.csv
 
@@ -42,7 +43,7 @@ EVAL = "eval.jsonl"
 EVENTS = "events.jsonl"
 CHECKPOINTS = "checkpoints"
 FIT = "fit.json"
-RUNS_CSV = "runs.csv"
+RUNS_CSV = "runs.csv"  # the fit's points
 CURVES_CSV = "curves.csv"
 PREDICTION = "prediction.json"
 HERO_CURVE = "hero_curve.csv"
@@ -52,6 +53,8 @@ FORECASTS = "forecasts.jsonl"
 FORECAST_DIR = "forecasts"
 REPORT = "report.json"
 REPORT_HTML = "report.html"
+ISOFLOP_JSON = "isoflop.json"
+ISOFLOP_CSV = "isoflop.csv"
 
 
 class CorruptLineWarning(UserWarning):

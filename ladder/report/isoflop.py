@@ -15,9 +15,7 @@ BUDGET_KEYS = ("index", "flops", "n_opt", "d_opt", "loss_opt", "tokens_per_param
 def section(isoflop_dir: str) -> dict | None:
     """report["isoflop"]: budgets (flops, n_opt, d_opt, loss_opt, their intervals, the best run) and fit (the
     exponents a, b and alpha with their intervals, and the laws' scales), from the isoflop step's isoflop.json."""
-    from ladder.dag.isoflop import DOC
-
-    doc = layout.read_json(Path(isoflop_dir) / DOC)
+    doc = layout.read_json(Path(isoflop_dir) / layout.ISOFLOP_JSON)
     if not doc:
         return None
     return {"budgets": [{k: b.get(k) for k in BUDGET_KEYS} for b in doc["budgets"]], "fit": doc["fit"],
