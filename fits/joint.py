@@ -9,18 +9,14 @@ B move with N while C, beta and gamma stay nearly constant, hence the default `v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
-from fits.curves import (
+from fits.curves import curve_starts, fit_curves
+from fits.laws.curves import (
     DEFAULT_BLOCK,
     MULTIPOWER_PARAMS,
     TISSUE_PARAMS,
-    curve_law,
-    curve_starts,
-    fit_curves,
     mpl_logpred,
     prepare_curve,
     tissue_logpred,
@@ -29,33 +25,6 @@ from fits.lbfgs import best_starts, multistart
 from fits.result import FitResult
 
 DEFAULT_VARY = {"multipower": ("L0", "A", "alpha", "B"), "tissue": ("L0", "A", "alpha", "C")}
-
-
-@dataclass(frozen=True)
-class JointCurveLaw:
-    """A curve law whose parameters are power laws in N (see the module docstring)."""
-
-    base: str
-    ref: dict  # parameter -> value at N_ref
-    exps: dict  # varied parameter -> exponent q
-    N_ref: float
-    config: dict
-
-    def at(self, N: float):
-        """The single-size curve law at N."""
-        s = float(N) / self.N_ref
-        params = {k: v * s ** self.exps.get(k, 0.0) for k, v in self.ref.items()}
-        return curve_law(self.base, params, self.config)
-
-    def predict(self, N, step, lr, at=None) -> np.ndarray:
-        return self.at(N).predict(step, lr, at=at)
-
-    @classmethod
-    def from_params(cls, base: str, params: dict, config: dict) -> JointCurveLaw:
-        names = MULTIPOWER_PARAMS if base == "multipower" else TISSUE_PARAMS
-        ref = {k: params[k] for k in names}
-        exps = {k[: -len("_exp")]: v for k, v in params.items() if k.endswith("_exp")}
-        return cls(base=base, ref=ref, exps=exps, N_ref=float(config["N_ref"]), config=config)
 
 
 def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, warmup: str = "linear",

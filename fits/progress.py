@@ -16,16 +16,14 @@ Both fit log loss by least squares; E is estimated unless pinned.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares, minimize_scalar
 
+from fits.laws.progress import LOG_C0
 from fits.result import FitResult
 from fits.threads import one_blas_thread
-
-LOG_C0 = math.log(1e21)  # centres ln C so the polynomial coefficients are of order one
 
 
 def _check(points: pd.DataFrame) -> pd.DataFrame:
@@ -37,24 +35,6 @@ def _check(points: pd.DataFrame) -> pd.DataFrame:
     if pts["run"].nunique() < 2:
         raise ValueError(f"a progress law needs points from 2 runs, got {pts['run'].nunique()}")
     return pts
-
-
-@dataclass(frozen=True)
-class ProgressLaw:
-    E: float
-    a: tuple[float, ...]  # polynomial in u = ln g, highest power first (numpy.polyval order)
-    b: tuple[float, ...]
-
-    def predict(self, frac, flops) -> np.ndarray:
-        u = np.log(np.asarray(frac, dtype=float))
-        x = np.log(np.asarray(flops, dtype=float)) - LOG_C0
-        return self.E + np.exp(np.polyval(self.a, u) + np.polyval(self.b, u) * x)
-
-    @staticmethod
-    def from_params(params: dict[str, float], config: dict) -> ProgressLaw:
-        k = int(config["degree"])
-        return ProgressLaw(E=params["E"], a=tuple(params[f"a{i}"] for i in range(k + 1)),
-                           b=tuple(params[f"b{i}"] for i in range(k + 1)))
 
 
 def fit_progress(points: pd.DataFrame, degree: int = 3, pin_E: float | None = None) -> FitResult:
@@ -123,25 +103,6 @@ def fit_progress(points: pd.DataFrame, degree: int = 3, pin_E: float | None = No
                      config={"degree": degree, "pin_E": pin_E, "runs": sorted(pts["run"].unique().tolist())},
                      diagnostics={"loss": "0.5 * sum of squared log-loss residuals",
                                   "rms_log_residual": float(math.sqrt(2 * best.cost / len(pts)))})
-
-
-@dataclass(frozen=True)
-class PerFractionLaw:
-    E: float
-    fracs: tuple[float, ...]
-    log_A: tuple[float, ...]
-    alpha: tuple[float, ...]
-
-    def predict(self, frac, flops) -> np.ndarray:
-        g = np.asarray(frac, dtype=float)
-        la = np.interp(g, self.fracs, self.log_A)
-        al = np.interp(g, self.fracs, self.alpha)
-        return self.E + np.exp(la - al * np.log(np.asarray(flops, dtype=float)))
-
-    @staticmethod
-    def from_params(params: dict[str, float], config: dict) -> PerFractionLaw:
-        return PerFractionLaw(E=params["E"], fracs=tuple(config["fracs"]), log_A=tuple(config["log_A"]),
-                              alpha=tuple(config["alpha"]))
 
 
 def per_fraction_fits(points: pd.DataFrame, E: float, grid: str = "frac") -> pd.DataFrame:

@@ -45,13 +45,13 @@ class FitResult:
 
     def model(self):
         """The law object (with .predict) for these parameters."""
-        from fits.registry import build_law
+        from fits.laws.registry import build_law
 
         return build_law(self.law, self.params, self.config)
 
     def sample_models(self) -> list:
         """One law object per bootstrap sample (empty when there are no samples)."""
-        from fits.registry import build_law
+        from fits.laws.registry import build_law
 
         if not self.samples:
             return []

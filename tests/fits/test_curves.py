@@ -6,7 +6,7 @@ import pytest
 
 import fits
 from fits import reference
-from fits.curves import MultiPowerLaw, TissueLaw
+from fits.laws.curves import MultiPowerLaw, TissueLaw
 from fits.schedule import build, expand
 
 
@@ -153,7 +153,7 @@ def test_joint_fit_survives_degenerate_per_size_fits_on_real_rung_curves():
 def test_multipower_objective_skips_unreached_rows_without_changing_a_bit():
     # mpl_logpred works on the rows where some lr drop has been reached (a WSD curve's decay); the
     # rest of the (t, k) matrix is exactly 0. Against the whole-matrix formula: equal to the last bit.
-    from fits.curves import mpl_logpred, prepare_curve
+    from fits.laws.curves import mpl_logpred, prepare_curve
 
     T = 2000
     s = np.arange(T + 1)
@@ -183,7 +183,7 @@ def test_multipower_objective_skips_unreached_rows_without_changing_a_bit():
 def test_a_drop_to_an_lr_of_exactly_zero_is_the_limit_of_a_vanishing_lr_with_a_finite_gradient():
     # A step decay to lr 0 given step by step puts a drop event on eta_k = 0: eta_k^-gamma S_k(t) was
     # 0 * inf there, and the gradient NaN in every row some other drop had reached.
-    from fits.curves import mpl_logpred, prepare_curve
+    from fits.laws.curves import mpl_logpred, prepare_curve
 
     s = np.arange(3001)
     at = np.arange(250, 3001, 50)

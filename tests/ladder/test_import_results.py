@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from fits import reference
+from fits.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
@@ -242,7 +243,7 @@ def test_wandb_runs_map_to_rows_the_import_accepts(tmp_path, monkeypatch):
     # --metric picks another key; a run without it is skipped, and with none left the import is one error
     frame, _ = rows_from_runs(pairs, ["rung_1", "rung_4"], metric="train/loss")
     assert frame[["name", "loss"]].to_dict("records") == [{"name": "rung_1", "loss": 3.0}, {"name": "rung_4", "loss": 2.5}]
-    with pytest.raises(imported.ImportError_, match="no run of 1 spec runs"):
+    with pytest.raises(InputError, match="no run of 1 spec runs"):
         rows_from_runs(pairs, ["hero"])
 
 
