@@ -71,6 +71,11 @@ class LadderGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
+def default_root() -> str:
+    """The root of a command without a spec (dashboard, import-wandb): LADDER_ROOT, else ./runs."""
+    return os.environ.get("LADDER_ROOT") or "runs"
+
+
 def _spec(path: str, overrides: tuple[str, ...], root: str | None) -> LadderSpec:
     """The spec with its root resolved by the one rule: --root, then LADDER_ROOT (click reads it
     into `root`), then the spec's own root."""

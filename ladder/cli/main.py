@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ladder.cli import export, fits_curves, imports, publish, show
+from ladder.cli import export, fits_curves, imports, show, view
 from ladder.cli import fits as fits_commands
 from ladder.cli.common import (
     EXIT_FAILED,
@@ -323,10 +323,10 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
 for _command in (
     fits_commands.fit_cmd, fits_commands.predict_cmd,
     fits_curves.curve_fit_cmd, fits_curves.curve_predict_cmd, fits_curves.fit_rule_cmd,
-    imports.import_results,
+    imports.import_results, imports.import_wandb,
     show.show, show.env_cmd,
     export.compare, export.export,
-    publish.report_command(), publish.dashboard, publish.import_wandb,
+    view.report_command(), view.dashboard,
 ):
     main.add_command(_command)
 

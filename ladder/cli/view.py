@@ -1,4 +1,4 @@
-"""`ladder report`, `ladder dashboard` and `ladder import-wandb`."""
+"""`ladder report` and `ladder dashboard`: a ladder's outputs as a report and as a live page."""
 
 from __future__ import annotations
 
@@ -9,15 +9,12 @@ from pathlib import Path
 
 import click
 
-from ladder.cli.common import UserError
+from ladder.cli.common import UserError, default_root
 from ladder.cli.options import example
 
 
-def _default_root() -> str:
-    return os.environ.get("LADDER_ROOT") or "runs"
-
-
 def report_command() -> click.Command:
+    """`ladder report`, built on the spec argument and options every ladder command shares."""
     from ladder.cli.common import EXIT_FAILED, _spec, set_option, spec_argument
     from ladder.cli.options import json_option, root_option
 
@@ -76,7 +73,7 @@ def dashboard(root, host, port, verbose, as_json):
     """
     from ladder.dashboard.server import DashboardServer
 
-    root = root or _default_root()
+    root = root or default_root()
     if "://" in root:
         raise UserError(f"--root {root}: the dashboard reads a local folder; copy or mount the root locally")
     path = Path(root).expanduser()
@@ -101,34 +98,3 @@ def dashboard(root, host, port, verbose, as_json):
         pass
     return 0
 
-
-@click.command("import-wandb", epilog=example(
-    "ladder import-wandb my-team/marin/abc123 --as hero_actual --root runs",
-    "ladder import-wandb ent/proj/run --as ref --from-csv history.csv --keys train/loss=loss --json",
-))
-@click.argument("run_path", metavar="ENTITY/PROJECT/RUN_ID")
-@click.option("--as", "name", required=True, help="Name to show the run under (letters, digits, _ . -).")
-@click.option("--keys", multiple=True, metavar="KEY[=NAME]",
-              help="History keys to import (repeatable or comma-separated); KEY=NAME renames, e.g. "
-                   "train/loss=loss. Default: the usual step/tokens/loss keys and every */loss key.")
-@click.option("--from-csv", "from_csv", type=click.Path(dir_okay=False), default=None,
-              help="Read an exported history CSV instead of calling the W&B API.")
-@click.option("--metric", default=None, metavar="NAME",
-              help="The metric to import as the loss: a history key (e.g. eval/paloma/macro_loss), or, for a CSV "
-                   "with a 'metric' column naming each row's metric, that name (required when it holds several).")
-@click.option("--root", default=None, envvar="LADDER_ROOT", show_envvar=True,
-              help="Ladder root (default: LADDER_ROOT, else ./runs).")
-@click.option("--ladder", "ladder_name", default=None,
-              help="Ladder to attach the run to (default: the only ladder under the root).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name, as_json):
-    """Import a W&B run's history as an actual curve the dashboard and report overlay."""
-    from ladder.imports.wandb_run import import_run
-
-    out, n = import_run(run_path, name, root=root or _default_root(), ladder=ladder_name, keys=keys,
-                        from_csv=from_csv, metric=metric)
-    if as_json:
-        click.echo(json.dumps({"run": run_path, "name": name, "metric": metric, "rows": n, "path": str(out)}))
-        return 0
-    click.echo(f"imported {n} rows of {run_path}{f' ({metric})' if metric else ''} as {name}: {out}")
-    return 0
