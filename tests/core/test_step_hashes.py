@@ -3,7 +3,8 @@ computed before steps declared a kind (main 2246bca) and pinned here. A move of 
 as they are; a change that fails here moves finished runs to new directories (retraining them).
 
 The hashed ``inputs`` (package versions, data digests) are set to one value first: they change with
-an upgrade, which is meant to move a run, and are not what this test guards.
+an upgrade, which is meant to move a run, and are not what this test guards. The kinds the hashes
+name steps by are frozen in ladder/dag/kinds.py.
 """
 
 from __future__ import annotations
