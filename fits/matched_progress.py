@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares, minimize_scalar
 
-from fits.laws.progress import LOG_C0
+from fits.laws.matched_progress import LOG_C0
 from fits.result import FitResult
 from fits.threads import one_blas_thread
 

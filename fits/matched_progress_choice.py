@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from fits.progress import fit_per_fraction, fit_progress
+from fits.matched_progress import fit_per_fraction, fit_progress
 from fits.result import FitResult
 
 FitFn = Callable[[pd.DataFrame], FitResult]

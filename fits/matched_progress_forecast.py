@@ -2,7 +2,7 @@
 and the forecast refreshed from the target's own points as it trains (snapshots).
 
 sigma(g)^2 = sigma_extrapolation(g)^2 + sigma_fit^2 + sigma_missing(g)^2, in log loss:
-  extrapolation  the backtests' errors scaled to the target's distance (fits.progress_eval)
+  extrapolation  the backtests' errors scaled to the target's distance (fits.matched_progress_choice)
   fit            the law's RMS residual on the points it fitted (eval noise the law cannot follow)
   missing        what a partial run's unrecorded tail leaves uncertain (multiple imputation, with
                  the tail error measured by truncating each complete run where the partial one
@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from fits.progress_eval import Axis, FitFn, band, missing_tail_sigma, sigma_extrapolation
+from fits.matched_progress_choice import Axis, FitFn, band, missing_tail_sigma, sigma_extrapolation
 from fits.result import FitResult
 
 

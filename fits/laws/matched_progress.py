@@ -1,5 +1,5 @@
 """Laws of a run's loss against its fraction of training and its compute: ProgressLaw (one surface)
-and PerFractionLaw (one compute law per fraction); fits.progress fits them."""
+and PerFractionLaw (one compute law per fraction); fits.matched_progress fits them."""
 
 from __future__ import annotations
 

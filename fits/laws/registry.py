@@ -28,11 +28,11 @@ def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None
 
         return curve_law(name, params, config)
     if name == "progress":
-        from fits.laws.progress import ProgressLaw
+        from fits.laws.matched_progress import ProgressLaw
 
         return ProgressLaw.from_params(params, config)
     if name == "per_fraction":
-        from fits.laws.progress import PerFractionLaw
+        from fits.laws.matched_progress import PerFractionLaw
 
         return PerFractionLaw.from_params(params, config)
     if name.startswith("joint_"):

@@ -1,5 +1,5 @@
-"""Curve laws on imported eval curves: the matched-progress laws (fits.progress), chosen by backtests
-on the rungs (fits.progress_eval), the hero's whole curve with its band, and Marin's forecast as a
+"""Curve laws on imported eval curves: the matched-progress laws (fits.matched_progress), chosen by backtests
+on the rungs (fits.matched_progress_choice), the hero's whole curve with its band, and Marin's forecast as a
 named baseline (fits.marin).
 
 Compute axes tried: 6ND (6 x active params x tokens), ours (spec.py's FLOPs, with the lm_head and
@@ -65,7 +65,7 @@ def hero_totals(hero: RungSpec, fit: FitSpec) -> dict[str, float]:
 
 
 def axes(points: pd.DataFrame, totals: dict[str, float]):
-    from fits.progress_eval import Axis
+    from fits.matched_progress_choice import Axis
 
     out = []
     for name, total in totals.items():
@@ -90,8 +90,8 @@ def _compact(bt: dict) -> dict:
 
 def fit_progress(config: dict, dep_dirs: dict[str, str], out_dir: str, fit: FitSpec, hero: RungSpec | None) -> dict[str, Any] | None:
     """Choose the law by backtests, forecast the hero's curve with its band, and Marin's baseline; None without curves."""
-    from fits.progress_eval import CANDIDATES, calibration_backtests, choose, nested_coverage
-    from fits.progress_forecast import forecast
+    from fits.matched_progress_choice import CANDIDATES, calibration_backtests, choose, nested_coverage
+    from fits.matched_progress_forecast import forecast
 
     points, complete = curve_points(config["rungs"], dep_dirs, fit)
     if fit.curve_fit == "none" or points.empty or points["run"].nunique() < 3 or hero is None:

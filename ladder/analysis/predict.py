@@ -95,7 +95,7 @@ def _progress_hero(prediction: dict, hero, progress: dict, fit_dir: str, level: 
     This replaces the final-loss law's hero (kept under hero.final_law): on eval curves the curve law
     is the one the backtests validated at every fraction, the final included.
     """
-    from ladder.analysis.progress import BASELINE_MARIN_CSV, HERO_PROGRESS_CSV
+    from ladder.analysis.curve_laws import BASELINE_MARIN_CSV, HERO_PROGRESS_CSV
 
     curve = pd.read_csv(Path(fit_dir) / HERO_PROGRESS_CSV)
     last = curve.iloc[-1]

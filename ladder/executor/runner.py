@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .console import read_progress
 from .lease import (
     DEFAULT_HEARTBEAT,
     DEFAULT_LEASE_TIMEOUT,
@@ -28,7 +29,6 @@ from .plan import (
     record_inputs,
     stale_steps,
 )
-from .progress import read_progress
 from .scheduler import Run, RunSummary, StepOutcome
 from .step import Step
 from .stop import DEFAULT_STOP_GRACE

@@ -150,7 +150,7 @@ class Run:
     def go(self) -> RunSummary:
         t0 = time.time()
         if self.ex.show_progress:
-            from .progress import ProgressView
+            from .console import ProgressView
 
             self.view = ProgressView(self.store, title=f"ladder {self.ex.ladder}")
         self.sigterm = TerminateAsInterrupt()

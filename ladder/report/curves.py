@@ -60,7 +60,7 @@ def compare(curve: pd.DataFrame, points: pd.DataFrame, start: float = COMPARE_FR
 def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], config: dict,
                  tables: dict[str, pd.DataFrame]) -> None:
     """Fill the curve-forecast keys of `report` in place (nothing when the prediction has no curve law)."""
-    from ladder.analysis.progress import BASELINE_MARIN_CSV
+    from ladder.analysis.curve_laws import BASELINE_MARIN_CSV
     from ladder.analysis.snapshots import hero_points, snapshots
 
     p = (prediction or {}).get("hero") or {}

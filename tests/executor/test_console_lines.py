@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import re
 
+from ladder.executor.console import LineView, LiveView, ProgressView
 from ladder.executor.context import PROGRESS_FILE
-from ladder.executor.progress import LineView, LiveView, ProgressView
 from ladder.executor.store import Store
 
 

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from fits import reference
-from fits.laws.progress import ProgressLaw
+from fits.laws.matched_progress import ProgressLaw
 from fits.marin import marin_forecast, reference_points
-from fits.progress import fit_per_fraction, fit_progress
-from fits.progress_eval import CANDIDATES, Axis, choose, nested_coverage, splits
-from fits.progress_forecast import forecast, snapshot
+from fits.matched_progress import fit_per_fraction, fit_progress
+from fits.matched_progress_choice import CANDIDATES, Axis, choose, nested_coverage, splits
+from fits.matched_progress_forecast import forecast, snapshot
 
 
 @pytest.fixture(scope="module")

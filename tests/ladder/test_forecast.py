@@ -72,8 +72,8 @@ def test_snapshot_bands_are_calibrated_on_the_rungs_own_snapshots():
     coverage is then measured on the hero's points after the snapshot, which no calibration saw."""
     from fits import reference
     from fits.marin import reference_points
-    from fits.progress_eval import CANDIDATES, Axis, calibration_backtests, calibration_pairs
-    from fits.progress_forecast import forecast, snapshot
+    from fits.matched_progress_choice import CANDIDATES, Axis, calibration_backtests, calibration_pairs
+    from fits.matched_progress_forecast import forecast, snapshot
 
     rungs, hero = reference.marin_rungs(), reference.marin_hero_spec()
     axis = Axis("marin", reference_points(reference.marin_rung_curves(), rungs),
