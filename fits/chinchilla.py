@@ -46,12 +46,6 @@ def huber(r: np.ndarray, delta: float = HUBER_DELTA) -> np.ndarray:
     return c * (r - 0.5 * c)  # = r^2/2 inside [-delta, delta], delta (|r| - delta/2) outside
 
 
-def log_predict(theta: np.ndarray, logN, logD) -> np.ndarray:
-    """log L(N, D) for each row of theta (K, 5) and each point: (K, n)."""
-    a, b, e, alpha, beta = (theta[:, j, None] for j in range(5))
-    return np.logaddexp(np.logaddexp(a - alpha * logN, b - beta * logD), e)
-
-
 def objective(theta: np.ndarray, logN, logD, logL, weights=None, delta: float = HUBER_DELTA):
     """Summed Huber objective and its analytic gradient for each row of theta (K, 5).
 

@@ -24,7 +24,8 @@ REUSE_FN = "ladder.dag.isoflop:reuse_step"
 STEP = "isoflop"
 # What a reused rung copies from its sweep run: everything the analysis reads (never checkpoints).
 COPIED = (layout.METRICS, layout.EVAL, layout.EVENTS, "branches.jsonl")
-PENDING_NOTE = "size from isoflop"
+# What `ladder plan` says of a run declared by budget while it is still PENDING (not yet placed).
+UNPLACED_NOTE = "size from isoflop"
 
 
 def sweep_steps(spec: LadderSpec) -> list:
@@ -84,7 +85,7 @@ def rung_step(spec: LadderSpec, rung, reused: dict[str, str]):
 def describe(run) -> str:
     """What the plan says of a run declared by budget: pending, or how it was placed."""
     if run.placement == PENDING:
-        return f"{PENDING_NOTE} (placed when the sweep has run)"
+        return f"{UNPLACED_NOTE} (placed when the sweep has run)"
     return run.placement or run.description
 
 

@@ -16,6 +16,7 @@ import math
 
 from ladder.spec import LadderSpec, ModelSpec, RungSpec, resolve_rung
 
+# The placement of a run declared by budget until the sweep has placed it (RungSpec.placement).
 PENDING = "pending: size from isoflop"
 BUDGET_TOL_DEX = 0.05  # a declared budget within this of a sweep budget is that budget
 

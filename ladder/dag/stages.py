@@ -118,9 +118,9 @@ def plan_ladder(spec: LadderSpec, force: Sequence[str] = (), steps: list | None 
 
     steps = build_steps(spec) if steps is None else steps
     entries = _executor(spec).plan(steps, force=expand_force(steps, force) if force else (), rerun_stale=rerun_stale)
-    from ladder.dag.isoflop import PENDING_NOTE, STEP
+    from ladder.dag.isoflop import STEP, UNPLACED_NOTE
 
-    notes = {s.name: PENDING_NOTE for s in steps if s.description.startswith(PENDING_NOTE)}
+    notes = {s.name: UNPLACED_NOTE for s in steps if s.description.startswith(UNPLACED_NOTE)}
     if any(e.name == STEP and e.action == "run" for e in entries):  # a refit may move what it placed
         notes.update({s.name: "placed again once isoflop has rerun" for s in steps if s.description.startswith("isoflop:")})
     return [dataclasses.replace(e, reason=f"{e.reason}; {notes[e.name]}") if e.name in notes else e for e in entries]
@@ -378,7 +378,3 @@ def placed(spec: LadderSpec) -> LadderSpec:
     from ladder.dag import isoflop
 
     return isoflop.placed(spec)[0]
-
-
-def replace_root(spec: LadderSpec, root: str) -> LadderSpec:
-    return dataclasses.replace(spec, root=root)
