@@ -82,7 +82,7 @@ def _objective(theta, logN, logD, logL, weights, delta):
     g[:, 1] = p2.sum(axis=1)
     g[:, 2] = E[:, 0] * q.sum(axis=1)
     # einsum, not @: BLAS threads a (4500, n) product, and on a busy machine its threads cost more
-    # than they save (4x slower measured with other processes on both cores).
+    # than they save.
     g[:, 3] = -np.einsum("kn,n->k", p1, logN)
     g[:, 4] = -np.einsum("kn,n->k", p2, logD)
     f[~np.isfinite(f)] = np.inf

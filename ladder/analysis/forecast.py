@@ -4,14 +4,12 @@ hero's own latest eval point.
 With the rungs' eval ratios (predict/hero_eval_ratio.csv, ladder.analysis.eval_ratios), the final is
 read from the hero's latest eval over the largest rung's eval(f) / eval(end) at the same fraction f,
 with the ratio's own uncertainty as the band; the curve runs from the observed point to that final
-along the prior curve's shape. On experiments/tiny.py's heroes (seeds 12 and 14-21, AVX2 EPYC), at
-20 / 40 / 60 / 80% of the run: RMS error 2.1 / 1.1 / 0.6 / 0.2%, covered 7 / 8 / 9 / 9 of 9 (the prior
-re-anchored on the eval, below: 2.0 / 1.3 / 1.4 / 1.8%, covered 8 / 9 / 8 / 3, its band at 80% a fifth
-of the prediction's). Weighting the ratio's final with the pre-hero prediction was registered first
-(before seeds 20 and 21, inside on both) and dropped: the prediction carries the law's bias at the
-hero, which the rungs cannot show, and the weighting pulled the snapshots toward it (RMS 2.2 / 1.5 /
-1.2 / 0.65%). The heroes at 20% sit further above their final than the largest rung did (-2.1% on
-average): the ratio there still grows with size. Without the ratios (rungs with no eval before
+along the prior curve's shape; on the recorded heroes it beat the prior re-anchored on the eval
+(below) late in the run, whose band was far too narrow (experiments/tiny_record.md has the scores).
+Weighting the ratio's final with the pre-hero prediction was tried and dropped: the prediction
+carries the law's bias at the hero, which the rungs cannot show, and the weighting pulled the
+snapshots toward it. Early in the run the heroes sit further above their final than the largest
+rung did: the ratio there still grows with size. Without the ratios (rungs with no eval before
 their last), the prior re-anchored as below.
 
 The prediction written before the hero started (predict/hero_curve.csv and its final eval loss in
