@@ -39,4 +39,5 @@ def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None
         from fits.laws.joint import JointCurveLaw
 
         return JointCurveLaw.from_params(name[len("joint_"):], params, config)
-    raise ValueError(f"unknown law {name!r}; known: chinchilla, compute, compute_domains, isoflop, multipower, tissue, progress, per_fraction, joint_*")
+    raise ValueError(f"unknown law {name!r}; known: chinchilla, compute, compute_domains, isoflop, multipower, tissue, "
+                     "progress, per_fraction, joint_*")

@@ -59,7 +59,8 @@ def main() -> None:
 @click.option("--force", "force_gate", is_flag=True, help="Start the hero even if the gate blocks it.")
 @click.option("--wandb", "wandb_mode", type=click.Choice(["auto", "online", "offline", "disabled"]), default=None,
               help="W&B mode (default: the spec's).")
-@click.option("--progress/--no-progress", default=None, help="Progress: a live view on a terminal, else plain lines (start, end, one a minute per training step).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress: a live view on a terminal, else plain lines (start, end, one a minute per training step).")
 @click.option("--rerun-stale", is_flag=True,
               help="Also rerun, from nothing, finished steps whose code changed since they ran (see `ladder plan`).")
 @json_option
@@ -195,8 +196,8 @@ def status(spec_path, root, check, as_json, overrides):
         prog = r.get("progress") or {}
         done = f"{prog.get('step', '')}/{prog.get('total_steps', '')}" if prog else ""
         loss = r.get("loss")
-        table.add_row(r["step"], r["status"] + (f" ({r['note']})" if r.get("note") else ""), done, f"{loss:.4f}" if isinstance(loss, float) else "",
-                      _when(r.get("start")), _when(r.get("end")), r["path"])
+        table.add_row(r["step"], r["status"] + (f" ({r['note']})" if r.get("note") else ""), done,
+                      f"{loss:.4f}" if isinstance(loss, float) else "", _when(r.get("start")), _when(r.get("end")), r["path"])
     Console(width=table_width()).print(table)
     if others:
         click.echo(f"note: nothing of this configuration has run, but {len(others)} step folders under {spec.root} "

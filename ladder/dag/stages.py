@@ -58,7 +58,8 @@ def build_steps(spec: LadderSpec) -> list:
     steps.append(Step(name="predict", kind=kinds.PREDICT, fn=PREDICT_FN, deps=(Dep("fit"),), code=ANALYSIS_CODE,
                       config={"fit": to_dict(spec.fit), "hero": hero, "targets": to_dict(spec.targets),
                               "inputs": analysis}))
-    steps.append(Step(name="gate", kind=kinds.GATE, fn=GATE_FN, deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
+    steps.append(Step(name="gate", kind=kinds.GATE, fn=GATE_FN,
+                      deps=(Dep("fit", required=False), Dep("predict", required=False)) + rung_deps,
                       config={"gate": to_dict(spec.gate), "rungs": rung_names, "advisory": not spec.train_hero,
                               "inputs": analysis}, code=ANALYSIS_CODE))
     hero_step = spec.hero is not None and (spec.train_hero or spec.hero.name in imported)

@@ -165,14 +165,16 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
     def fmt(x, spec=".4f"):
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
-    lines = [f"ladder {rep.get('ladder')}", "", f"{'run':<10} {'status':<10} {'N active':>10} {'tokens':>10} {'FLOPs':>10} {'eval loss':>10}"]
+    lines = [f"ladder {rep.get('ladder')}", "",
+             f"{'run':<10} {'status':<10} {'N active':>10} {'tokens':>10} {'FLOPs':>10} {'eval loss':>10}"]
     for r in rep.get("rungs", []):
         status = "PARTIAL" if r.get("partial") else str(r["status"])
         lines.append(f"{r['name']:<10} {status:<10} {fmt(r['params_active'], '>10.3g')} {fmt(r['tokens'], '>10.3g')} "
                      f"{fmt(r['flops'], '>10.3g')} {fmt(r['final_eval_loss'], '>10.4f')}")
     fit = rep.get("fit") or {}
     if fit:
-        lines += ["", f"fit: {fit.get('law') or 'no final-loss law'}  " + "  ".join(f"{k}={fmt(v, '.4g')}" for k, v in (fit.get("params") or {}).items())]
+        params = "  ".join(f"{k}={fmt(v, '.4g')}" for k, v in (fit.get("params") or {}).items())
+        lines += ["", f"fit: {fit.get('law') or 'no final-loss law'}  " + params]
         if fit.get("underdetermined"):
             lines.append(f"  not pinned: {fit['underdetermined']}" + ("" if fit.get("law") else "; the law is refused")
                          + ("; its band carries the rungs' seed noise through the fit, no bootstrap" if fit.get("law") else ""))
@@ -198,7 +200,8 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
                      + "".join(f"\n  ! {w}" for w in gate.get("warnings") or []))
     hero = rep.get("hero")
     if hero:
-        lines += ["", f"hero {hero['name']} ({hero.get('status') or 'not run'}) at {fmt(hero.get('compute_ratio'), '.1f')}x the largest rung's compute",
+        lines += ["", f"hero {hero['name']} ({hero.get('status') or 'not run'}) at "
+                      f"{fmt(hero.get('compute_ratio'), '.1f')}x the largest rung's compute",
                   f"  predicted final eval loss {fmt(hero['predicted_final_loss'])} [{fmt(hero['lower'])}, {fmt(hero['upper'])}] "
                   f"({fmt(hero.get('level'), '.0%')} interval, {hero.get('law')})",
                   f"  actual final eval loss    {fmt(hero['actual_final_loss'])}  relative error {fmt(hero['relative_error'], '+.2%')}  "
@@ -216,7 +219,8 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
                          + (f"final eval loss {fmt(cl['predicted_final_eval_loss'])} ({fmt(cl['eval_relative_error'], '+.2%')}); "
                             if "predicted_final_eval_loss" in cl else "")
                          + f"final train loss {fmt(cl['predicted_final_train_loss'])} against {fmt(cl['actual_final_train_loss'])} "
-                         f"({fmt(cl['relative_error'], '+.2%')}); curve second half {fmt(cl['curve_mean_abs_rel_error_second_half'], '.2%')}")
+                         f"({fmt(cl['relative_error'], '+.2%')}); "
+                         f"curve second half {fmt(cl['curve_mean_abs_rel_error_second_half'], '.2%')}")
     for name, s in (rep.get("actuals_summary") or {}).items():
         lines.append(f"actual {name} (imported): {s['inside_band']} of {s['points']} points from step {s['from_step']} inside "
                      f"the band; mean |error| ours {fmt(s['mean_abs_rel_error'], '.2%')}"
@@ -239,7 +243,8 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
                      f"mean |error| {fmt(b['mean_abs_rel_error'], '.2%')} (mean {fmt(b['mean_rel_error'], '+.2%')})")
     for c in hero.get("coverage") or []:
         if c.get("coverage") is not None:
-            lines.append(f"  band coverage on {c['predict']} from {', '.join(c.get('fit_on') or [])} (band calibrated on {', '.join(c['calibrated_on'])} only): "
+            lines.append(f"  band coverage on {c['predict']} from {', '.join(c.get('fit_on') or [])} "
+                         f"(band calibrated on {', '.join(c['calibrated_on'])} only): "
                          f"{fmt(c['coverage'], '.0%')} of {c['n_points']} points")
     rec = hero.get("recorded")
     if rec:

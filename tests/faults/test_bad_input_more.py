@@ -49,7 +49,8 @@ CLI_GAPS = [
     pytest.param(["submit", TINY, "--root", "http://127.0.0.1:1/x"], "http://127.0.0.1:1/x", {},
                  id="unreachable-http-root"),
     pytest.param(["submit", TINY, "--root", ROOT], "LADDER_LEASE_TIMEOUT", {"LADDER_LEASE_TIMEOUT": "soon"}, id="lease-timeout-env"),
-    pytest.param(["submit", TINY, "--root", ROOT], "heartbeat", {"LADDER_LEASE_TIMEOUT": "5", "LADDER_HEARTBEAT": "10"}, id="heartbeat-not-shorter-than-lease"),
+    pytest.param(["submit", TINY, "--root", ROOT], "heartbeat", {"LADDER_LEASE_TIMEOUT": "5", "LADDER_HEARTBEAT": "10"},
+                 id="heartbeat-not-shorter-than-lease"),
 ]
 
 

@@ -164,7 +164,8 @@ def test_a_snapshot_reads_the_final_from_the_rungs_ratio_with_its_sigma():
     # before the rungs' first eval there is no ratio to read: the prior re-anchored, as without ratios
     early = pd.DataFrame({"step": [100], "eval_loss": [1.9]})
     _, s = ratio_forecast(prior, prediction, early, total, ratio)
-    assert "ratio_from" not in s and s["predicted_final"] == pytest.approx(anchored_forecast(prior, 1.30, early, total)[1]["predicted_final"])
+    anchored = anchored_forecast(prior, 1.30, early, total)[1]["predicted_final"]
+    assert "ratio_from" not in s and s["predicted_final"] == pytest.approx(anchored)
 
 
 def test_the_callback_uses_the_rungs_ratio_when_the_predict_step_wrote_one(tmp_path):
