@@ -3,8 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Two test processes (pytest-xdist, one file at a time each): run alone the suite kept 1.1-1.4 of the
-# 2 cores busy (fault tests wait on leases and kills, small JAX programs run on one thread).
+# Two test processes (pytest-xdist, one file at a time each): alone, the suite keeps little more than
+# one core busy (fault tests wait on leases and kills, small JAX programs run on one thread).
 TEST_WORKERS ?= 2
 
 .PHONY: install browser demo test bench lint clean
@@ -12,11 +12,11 @@ TEST_WORKERS ?= 2
 install: $(STAMP)
 
 # Re-install only when the dependency list changes, so `make install` is near-instant otherwise.
-# uv resolves and downloads in parallel (about 35 s here against 3 min 20 s for pip, both from a cold
-# cache); where uv cannot reach the index (TLS, proxy), pip installs the same requirements instead.
+# uv resolves and downloads in parallel, several times faster than pip from a cold cache; where uv
+# cannot reach the index (TLS, proxy), pip installs the same requirements instead.
 # Bytecode is compiled at install, as pip does and uv does not by default: where PYTHONDONTWRITEBYTECODE
-# is set (CI images, this machine), nothing else ever writes it, and every process (each CLI call, each
-# Ray worker) compiled jax, ray and scipy from source again, 11 s of imports against 3 s.
+# is set (CI images), nothing else ever writes it, and every process (each CLI call, each Ray worker)
+# would compile jax, ray and scipy from source again.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip uv

@@ -28,8 +28,8 @@ def _time(name: str, rounds: int) -> dict[int, list[float]]:
     import jax
     import numpy as np
 
+    from ladder.dag.stages import placed
     from ladder.spec.load import load_spec
-    from ladder.stages import placed
     from ladder.train import optim
     from ladder.train.data import Mixture
     from ladder.train.jitted import make_train_chunk

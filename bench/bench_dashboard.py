@@ -2,7 +2,7 @@
 clients polling the page's JSON views, and the server's RSS before and after.
 
 The server runs in its own process (so its RSS is its own) over a sample ladder root (real
-published loss curves, see ladder.publish.sample); the "long hero" case appends rows until the
+published loss curves, see bench.sample); the "long hero" case appends rows until the
 hero's metrics.jsonl holds 100k rows, as a long run would. Clients are threads with keep-alive
 connections, each cycling through overview, rungs, fit, hero and moe (what open tabs poll).
 Note: clients and server share this machine's cores, so the figures are a floor.
@@ -27,7 +27,7 @@ CLIENTS = (1, 8, 32)
 
 SERVER = """
 import sys
-from ladder.publish.server import DashboardServer
+from ladder.dashboard.server import DashboardServer
 s = DashboardServer(sys.argv[1], port=0, cache_s=float(sys.argv[2]))
 print(s.port, flush=True)
 s.serve_forever()
@@ -41,7 +41,7 @@ def _rss_mb(pid: int) -> float:
 
 
 def _grow_hero(root: Path, rows: int) -> int:
-    from ladder import layout
+    from ladder.outputs import layout
 
     metrics = next(root.glob("demo/hero-*")) / layout.METRICS
     base = [r for r in layout.iter_jsonl(metrics)]
@@ -106,7 +106,7 @@ def _first(port: int) -> float:
 def _rebuild(root: Path) -> dict[str, tuple[float, int]]:
     """Per view: median ms to rebuild it and encode it as JSON after a change (files already
     parsed, as in a server whose run appended rows), and the answer's size."""
-    from ladder.publish.data import Root
+    from ladder.outputs.data import Root
 
     r = Root(root)
     out = {}
@@ -128,7 +128,7 @@ def _serve(root: Path, cache_s: float):
 
 
 def main() -> None:
-    from ladder.publish.sample import write_sample_root
+    from bench.sample import write_sample_root
 
     rows_out = []
     cold_out = []

@@ -50,11 +50,11 @@ def main() -> None:
         tmp = Path(tmp)
         csv = tmp / "chinchilla.csv"
         reference.chinchilla_epoch().to_csv(csv, index=False)
-        cli = "import sys; sys.argv = ['ladder', *sys.argv[1:]]; from ladder.cli import main; main()"
+        cli = "import sys; sys.argv = ['ladder', *sys.argv[1:]]; from ladder.cli.main import main; main()"
         cases = [
             ("ladder --help", ["-c", cli, "--help"]),
             ("python -c 'import fits'", ["-c", "import fits"]),
-            ("python -c 'import ladder.cli'", ["-c", "import ladder.cli"]),
+            ("python -c 'import ladder.cli.main'", ["-c", "import ladder.cli.main"]),
             ("ladder fit (240 rows, chinchilla)", ["-c", cli, "fit", str(csv)]),
             ("ladder fit (240 rows, --law compute)", ["-c", cli, "fit", str(csv), "--law", "compute"]),
         ]

@@ -3,8 +3,8 @@
 Four MoE rungs of one recipe and a hero at about 2x the largest rung's compute.
 """
 
-from ladder.recipe import Recipe
 from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, ScheduleSpec
+from ladder.spec.recipe import Recipe
 
 RECIPE = Recipe(
     head_dim=8,

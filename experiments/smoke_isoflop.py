@@ -17,7 +17,6 @@ import dataclasses
 import importlib.util
 from pathlib import Path
 
-from ladder.recipe import Recipe
 from ladder.spec import (
     DataSpec,
     DomainSpec,
@@ -27,6 +26,7 @@ from ladder.spec import (
     IsoFlopSpec,
     LadderSpec,
 )
+from ladder.spec.recipe import Recipe
 
 
 def _smoke_recipe() -> Recipe:

@@ -1,6 +1,6 @@
 """The default ladder (`make demo`): five MoE rung sizes, two seeds each, and a hero of one recipe.
 
-Recipe (ladder/recipe.py): 8 experts, top-2, expert width = d_model, head dimension 8, three layers
+Recipe (ladder/spec/recipe.py): 8 experts, top-2, expert width = d_model, head dimension 8, three layers
 at every size (width alone grows, so no rung sits across a depth jump), 50 tokens per active
 parameter, WSD with a (1 - sqrt) cooldown, and the learning rate and batch from power laws in
 compute. The LR rule is the fit of an LR sweep on three rung sizes (never the hero), recorded in
@@ -18,8 +18,8 @@ What each choice was measured against, what moved the forecast error and what wa
 frontier, b2, LR against run length, weight decay, data reuse, the eval sample): experiments/tiny_record.md.
 """
 
-from ladder.recipe import Recipe
 from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, Rule, ScheduleSpec
+from ladder.spec.recipe import Recipe
 
 RECIPE = Recipe(
     head_dim=8,
@@ -37,17 +37,15 @@ RECIPE = Recipe(
 LAYERS = 3
 
 WIDTHS = (16, 24, 32, 40, 48)
-# Two seeds per size: one run's final loss moves ~2% between seeds here, as much as the error the
-# gate allows; the fit sees both runs, the backtest and the bootstrap treat a size as one unit.
-# Five evals and checkpoints per rung, not ten: an eval costs the same at every size (3 x 32K tokens)
-# and only the final one is fitted. Measured alone (AVX-512 Xeon): rung_1 14.2 -> 12.6 s, rung_5 91.3
-# -> 85.8 s, the finals identical.
+# Two seeds per size: one run's final loss moves between seeds by as much as the error the gate
+# allows; the fit sees both runs, the backtest and the bootstrap treat a size as one unit.
+# Five evals and checkpoints per rung, not ten: an eval costs the same at every size and only the
+# final one is fitted (tiny_record.md: the time it saves, the finals identical).
 RUNGS = tuple(RECIPE.rung(f"rung_{i + 1}" + (f"_r{r}" if r else ""), d, LAYERS, replica=r, n_evals=5, n_checkpoints=5)
               for r in (0, 1) for i, d in enumerate(WIDTHS))
 # The hero evaluates five times too: each of its evals reads 1,024 windows a domain and computes every
-# expert (dropless), 7.0 s an eval against 2.4 s on 256 windows with capacity dispatch (AVX-512 Xeon),
-# so ten would cost the demo about 46 s more than before; its curve is still set against the forecast
-# at 20, 40, 60, 80 and 100%.
+# expert (dropless), which makes an eval several times dearer than a rung's; its curve is still set
+# against the forecast at 20, 40, 60, 80 and 100%.
 HERO = RECIPE.rung("hero", 72, LAYERS, cpus=2.0, n_evals=5)
 
 LADDER = LadderSpec(

@@ -30,7 +30,7 @@ Hyperparameter rules (fits.hparams; a sweep: one row per run)
 
 FitResult (fits.result): law, params, objective, n_points, n_starts, converged, diagnostics,
 config, samples, ci, calibration; .model(), .predict(...), .summary(), .to_json(), FitResult.from_json().
-Reference data loaders: fits.reference. Bad user input raises fits.io.InputError (a ValueError).
+Reference data loaders: fits.reference. Bad user input raises fits.InputError (a ValueError, fits/errors.py).
 
 `import fits` loads none of this: each name is imported on first use (PEP 562), so a command line
 that only needs one law does not pay for the others.
@@ -51,29 +51,36 @@ except PackageNotFoundError:  # a source tree on sys.path without an install
 
 # name -> the module that defines it
 _LAZY = {
-    "ChinchillaLaw": "fits.chinchilla", "fit_chinchilla": "fits.chinchilla",
-    "ComputeLaw": "fits.compute", "fit_compute": "fits.compute",
-    "DomainSumLaw": "fits.domains", "fit_compute_domains": "fits.domains",
-    "MultiPowerLaw": "fits.curves", "TissueLaw": "fits.curves", "fit_curves": "fits.curves",
+    "ChinchillaLaw": "fits.laws.chinchilla", "fit_chinchilla": "fits.chinchilla",
+    "ComputeLaw": "fits.laws.compute", "fit_compute": "fits.compute",
+    "DomainSumLaw": "fits.laws.domains", "fit_compute_domains": "fits.domains",
+    "MultiPowerLaw": "fits.laws.curves", "TissueLaw": "fits.laws.curves", "fit_curves": "fits.curves",
     "predict_schedule": "fits.curves",
-    "IsoFlopLaw": "fits.isoflop", "fit_isoflop": "fits.isoflop",
-    "JointCurveLaw": "fits.joint", "fit_joint_curves": "fits.joint",
+    "IsoFlopLaw": "fits.laws.isoflop", "fit_isoflop": "fits.isoflop",
+    "JointCurveLaw": "fits.laws.joint", "fit_joint_curves": "fits.joint",
     "FitResult": "fits.result",
     "fit": "fits.runs", "predict": "fits.runs",
-    "read_runs": "fits.io", "InputError": "fits.io",
+    "read_runs": "fits.io", "InputError": "fits.errors",
     "backtest": "fits.uncertainty", "bootstrap": "fits.uncertainty", "calibrate": "fits.uncertainty",
     "prediction_band": "fits.uncertainty", "calibrated_interval": "fits.uncertainty",
     "compute_optimal": "fits.optimal",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from fits.chinchilla import ChinchillaLaw, fit_chinchilla
-    from fits.compute import ComputeLaw, fit_compute
-    from fits.curves import MultiPowerLaw, TissueLaw, fit_curves, predict_schedule
-    from fits.domains import DomainSumLaw, fit_compute_domains
-    from fits.io import InputError, read_runs
-    from fits.isoflop import IsoFlopLaw, fit_isoflop
-    from fits.joint import JointCurveLaw, fit_joint_curves
+    from fits.chinchilla import fit_chinchilla
+    from fits.compute import fit_compute
+    from fits.curves import fit_curves, predict_schedule
+    from fits.domains import fit_compute_domains
+    from fits.errors import InputError
+    from fits.io import read_runs
+    from fits.isoflop import fit_isoflop
+    from fits.joint import fit_joint_curves
+    from fits.laws.chinchilla import ChinchillaLaw
+    from fits.laws.compute import ComputeLaw
+    from fits.laws.curves import MultiPowerLaw, TissueLaw
+    from fits.laws.domains import DomainSumLaw
+    from fits.laws.isoflop import IsoFlopLaw
+    from fits.laws.joint import JointCurveLaw
     from fits.optimal import compute_optimal
     from fits.result import FitResult
     from fits.runs import fit, predict

@@ -22,60 +22,15 @@ extrapolations differ by a percent.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 
+from fits.laws.chinchilla import ChinchillaLaw
 from fits.lbfgs import best_starts, multistart
 from fits.result import FitResult
 
-PARAM_NAMES = ("E", "A", "B", "alpha", "beta")
 HUBER_DELTA = 1e-3
 N_DESCEND = 128  # starts descended, of the grid's 4,500 scored: the lowest objectives
-
-
-@dataclass(frozen=True)
-class ChinchillaLaw:
-    """L(N, D) = E + A / N^alpha + B / D^beta (Hoffmann et al. 2022, eq. 2).
-
-    N is the (active, for MoE) parameter count, D the number of training tokens.
-    """
-
-    E: float
-    A: float
-    B: float
-    alpha: float
-    beta: float
-
-    name = "chinchilla"
-
-    def predict(self, N, D) -> np.ndarray:
-        N = np.asarray(N, dtype=np.float64)
-        D = np.asarray(D, dtype=np.float64)
-        return self.E + self.A * N ** -self.alpha + self.B * D ** -self.beta
-
-    def compute_optimal(self, C, flops_per_param_token: float = 6.0) -> tuple[np.ndarray, np.ndarray]:
-        """N_opt, D_opt minimising L under C = k N D (Hoffmann et al. 2022, Appendix D.2).
-
-        dL/dN = 0 on the constraint gives alpha A N^-alpha = beta B D^-beta, hence
-        N_opt = G (C/k)^(beta/(alpha+beta)), D_opt = (C/k)^(alpha/(alpha+beta)) / G,
-        G = (alpha A / (beta B))^(1/(alpha+beta)).
-        """
-        c = np.asarray(C, dtype=np.float64) / flops_per_param_token
-        s = self.alpha + self.beta
-        G = (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / s)
-        return G * c ** (self.beta / s), c ** (self.alpha / s) / G
-
-    def params(self) -> dict[str, float]:
-        return {k: float(getattr(self, k)) for k in PARAM_NAMES}
-
-    @classmethod
-    def from_theta(cls, theta) -> ChinchillaLaw:
-        a, b, e, alpha, beta = (float(v) for v in theta)
-        return cls(E=np.exp(e), A=np.exp(a), B=np.exp(b), alpha=alpha, beta=beta)
-
-    def theta(self) -> np.ndarray:
-        return np.array([np.log(self.A), np.log(self.B), np.log(self.E), self.alpha, self.beta])
 
 
 def init_grid() -> np.ndarray:
@@ -89,12 +44,6 @@ def init_grid() -> np.ndarray:
 def huber(r: np.ndarray, delta: float = HUBER_DELTA) -> np.ndarray:
     c = np.clip(r, -delta, delta)
     return c * (r - 0.5 * c)  # = r^2/2 inside [-delta, delta], delta (|r| - delta/2) outside
-
-
-def log_predict(theta: np.ndarray, logN, logD) -> np.ndarray:
-    """log L(N, D) for each row of theta (K, 5) and each point: (K, n)."""
-    a, b, e, alpha, beta = (theta[:, j, None] for j in range(5))
-    return np.logaddexp(np.logaddexp(a - alpha * logN, b - beta * logD), e)
 
 
 def objective(theta: np.ndarray, logN, logD, logL, weights=None, delta: float = HUBER_DELTA):
@@ -133,7 +82,7 @@ def _objective(theta, logN, logD, logL, weights, delta):
     g[:, 1] = p2.sum(axis=1)
     g[:, 2] = E[:, 0] * q.sum(axis=1)
     # einsum, not @: BLAS threads a (4500, n) product, and on a busy machine its threads cost more
-    # than they save (4x slower measured with other processes on both cores).
+    # than they save.
     g[:, 3] = -np.einsum("kn,n->k", p1, logN)
     g[:, 4] = -np.einsum("kn,n->k", p2, logD)
     f[~np.isfinite(f)] = np.inf

@@ -12,40 +12,12 @@ L(C) = sum_d w_d (E_d + A_d C^-alpha_d), each domain fitted by fits.compute.fit_
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
-from fits.compute import ComputeLaw, fit_compute
+from fits.compute import fit_compute
+from fits.laws.domains import LAW, DomainSumLaw
 from fits.result import FitResult
-
-LAW = "compute_domains"
-
-
-@dataclass(frozen=True)
-class DomainSumLaw:
-    """sum_d w_d L_d(C), L_d a ComputeLaw; params are named "<domain>.E", "<domain>.A", "<domain>.alpha"."""
-
-    domains: tuple[str, ...]
-    weights: tuple[float, ...]
-    laws: tuple[ComputeLaw, ...]
-
-    name = LAW
-
-    def predict(self, C) -> np.ndarray:
-        return sum(w * law.predict(C) for w, law in zip(self.weights, self.laws, strict=True))
-
-    def predict_domains(self, C) -> dict[str, np.ndarray]:
-        return {d: law.predict(C) for d, law in zip(self.domains, self.laws, strict=True)}
-
-    def params(self) -> dict[str, float]:
-        return {f"{d}.{k}": v for d, law in zip(self.domains, self.laws, strict=True) for k, v in law.params().items()}
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, float], config: Mapping) -> DomainSumLaw:
-        domains = tuple(config["domains"])
-        laws = tuple(ComputeLaw(E=params[f"{d}.E"], A=params[f"{d}.A"], alpha=params[f"{d}.alpha"]) for d in domains)
-        return cls(domains=domains, weights=tuple(float(w) for w in config["weights"]), laws=laws)
 
 
 def fit_compute_domains(C, L_by_domain: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> FitResult:

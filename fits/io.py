@@ -14,11 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fits.errors import InputError
 from fits.result import FitResult
-
-
-class InputError(ValueError):
-    """A user's input is unusable; the message is one line naming what and how to fix it."""
 
 
 def read_table(path: str | os.PathLike, what: str = "CSV") -> pd.DataFrame:

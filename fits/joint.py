@@ -9,53 +9,22 @@ B move with N while C, beta and gamma stay nearly constant, hence the default `v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
-from fits.curves import (
+from fits.curves import curve_starts, fit_curves
+from fits.laws.curves import (
     DEFAULT_BLOCK,
     MULTIPOWER_PARAMS,
     TISSUE_PARAMS,
-    _mpl_logpred,
-    _starts,
-    _tissue_logpred,
-    curve_law,
-    fit_curves,
+    mpl_logpred,
     prepare_curve,
+    tissue_logpred,
 )
 from fits.lbfgs import best_starts, multistart
 from fits.result import FitResult
 
 DEFAULT_VARY = {"multipower": ("L0", "A", "alpha", "B"), "tissue": ("L0", "A", "alpha", "C")}
-
-
-@dataclass(frozen=True)
-class JointCurveLaw:
-    """A curve law whose parameters are power laws in N (see the module docstring)."""
-
-    base: str
-    ref: dict  # parameter -> value at N_ref
-    exps: dict  # varied parameter -> exponent q
-    N_ref: float
-    config: dict
-
-    def at(self, N: float):
-        """The single-size curve law at N."""
-        s = float(N) / self.N_ref
-        params = {k: v * s ** self.exps.get(k, 0.0) for k, v in self.ref.items()}
-        return curve_law(self.base, params, self.config)
-
-    def predict(self, N, step, lr, at=None) -> np.ndarray:
-        return self.at(N).predict(step, lr, at=at)
-
-    @classmethod
-    def from_params(cls, base: str, params: dict, config: dict) -> JointCurveLaw:
-        names = MULTIPOWER_PARAMS if base == "multipower" else TISSUE_PARAMS
-        ref = {k: params[k] for k in names}
-        exps = {k[: -len("_exp")]: v for k, v in params.items() if k.endswith("_exp")}
-        return cls(base=base, ref=ref, exps=exps, N_ref=float(config["N_ref"]), config=config)
 
 
 def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, warmup: str = "linear",
@@ -95,7 +64,7 @@ def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, w
     x0 = np.concatenate([icpt, slope[vidx]])
     # A second start with shared parameters at their mean: guards against a noisy slope.
     x1 = np.concatenate([P.mean(axis=0), slope[vidx]])
-    logpred_fn = _mpl_logpred if law == "multipower" else _tissue_logpred
+    logpred_fn = mpl_logpred if law == "multipower" else tissue_logpred
     n_base = len(names)
 
     def single(th):
@@ -123,7 +92,7 @@ def fit_joint_curves(curves_by_N: dict, law: str = "multipower", *, vary=None, w
     # On short, noisy curves the per-size fits degenerate (a B of 1e15 or an exponent of 1e6 where the
     # annealing term is unidentified), and a regression through them overflows at every size: the
     # pooled grid of fits.curves with flat slopes keeps a finite start; the best two are descended.
-    pooled = _starts([pd.DataFrame(c) for cs in curves_by_N.values() for c in cs], law)
+    pooled = curve_starts([pd.DataFrame(c) for cs in curves_by_N.values() for c in cs], law)
     candidates = np.vstack([[x0, x1], np.hstack([pooled, np.zeros((len(pooled), len(vidx)))])])
     best, best_f, ok, _ = multistart(fun, best_starts(fun, candidates, 2), n_polish=1, max_iter=1000, ftol=1e-12)
     params = {k: float(np.exp(best[i])) for i, k in enumerate(names)}

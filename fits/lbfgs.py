@@ -224,7 +224,7 @@ def polish_batched(fun: BatchObjective, X: np.ndarray) -> tuple[np.ndarray, floa
     """The rows of X, all of one problem, to near machine precision together; the best of them.
 
     The end `polish` reaches, without scipy.optimize: importing it costs a command line half a
-    second or more, and its L-BFGS-B calls threaded BLAS on 5-vectors, 30x slower than this on a
+    second or more, and its L-BFGS-B calls threaded BLAS on 5-vectors, far slower than this on a
     machine whose cores are busy. ftol is 0, so a row stops on its gradient, or when a step no
     longer lowers f at all (the floor of an ill-conditioned valley, in float64).
     """

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fits.progress import per_fraction_fits
+from fits.matched_progress import per_fraction_fits
 
 MARIN_E = 1.5
 TAIL_FROM, TAIL_TO, TAIL_OFFSET = 0.60, 0.80, 0.005
@@ -71,7 +71,7 @@ def marin_forecast(curves: pd.DataFrame, steps: dict[str, int], flops_per_step: 
 
 
 def reference_points(curves: pd.DataFrame, rungs: pd.DataFrame) -> pd.DataFrame:
-    """Progress points (fits.progress_eval.Axis) of the reference rung curves on Marin's compute.
+    """Progress points (fits.matched_progress_choice.Axis) of the reference rung curves on Marin's compute.
 
     curves: the reference rung_curves.csv (rung, step, frac, frac_snap, loss); rungs: rungs.csv.
     """

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fits.chinchilla import ChinchillaLaw
-from fits.isoflop import IsoFlopLaw
+from fits.laws.chinchilla import ChinchillaLaw
+from fits.laws.isoflop import IsoFlopLaw
 from fits.result import FitResult
 
 

@@ -82,16 +82,6 @@ def olmo_rungs(sizes=("190M", "370M", "760M", "1.3B"), multipliers=("0.5", "1", 
     return pd.DataFrame(rows)
 
 
-def olmo_rung_curve(size: str, multiplier: str, column: str = OLMO_C4, tokens_per_param: float = 20.0) -> pd.DataFrame:
-    """One OLMo rung's evaluation curve: _step, tokens (linear in step), loss."""
-    n = float(olmo_final_json()[size]["n"])
-    df = pd.read_csv(_dir() / "olmo_ladder" / f"{OLMO_RUNG_FILES[size]}-{multiplier}xC.csv",
-                     usecols=["_step", column]).dropna()
-    total = float(multiplier) * tokens_per_param * n
-    return pd.DataFrame({"step": df["_step"].to_numpy(), "tokens": total * df["_step"].to_numpy() / df["_step"].max(),
-                         "loss": df[column].to_numpy()})
-
-
 def olmo_target(column: str = OLMO_C4) -> dict:
     """The 13B target: parameter count, 5T tokens, and its final loss on `column`."""
     meta = olmo_final_json()["13B-5T"]

@@ -45,13 +45,13 @@ class FitResult:
 
     def model(self):
         """The law object (with .predict) for these parameters."""
-        from fits.registry import build_law
+        from fits.laws.registry import build_law
 
         return build_law(self.law, self.params, self.config)
 
     def sample_models(self) -> list:
         """One law object per bootstrap sample (empty when there are no samples)."""
-        from fits.registry import build_law
+        from fits.laws.registry import build_law
 
         if not self.samples:
             return []
@@ -63,9 +63,7 @@ class FitResult:
 
     def summary(self) -> str:
         """A few lines for a reader: the law, what it was fit on, each parameter with its interval,
-        and how a predicted band would be made (fits.uncertainty.band_method)."""
-        from fits.uncertainty import band_method
-
+        and how a predicted band would be made (band_method)."""
         level = (self.diagnostics.get("bootstrap") or {}).get("level")
         lines = [f"{self.law} law on {self.n_points} points: objective {self.objective:.6g}, "
                  f"{self.n_starts} start(s), {'converged' if self.converged else 'NOT converged'}"]
@@ -108,6 +106,31 @@ class FitResult:
     @classmethod
     def from_json(cls, text: str) -> FitResult:
         return cls.from_dict(json.loads(text))
+
+
+def band_method(result: FitResult) -> dict:
+    """How prediction_band's interval for this result is made, for a reader of the numbers:
+    kind "calibrated" (bootstrap, if any, widened by the measured extrapolation error and the
+    scatter of single runs), "bootstrap" (parameter noise only: too narrow far from the data),
+    or "none" (a bare fit: lower = upper = loss)."""
+    boot = (result.diagnostics or {}).get("bootstrap", {})
+    n_boot = int(boot.get("n_resamples", 0)) if result.samples else 0
+    cal = result.calibration
+    if cal:
+        text = (f"calibrated: {'bootstrap over ' + str(n_boot) + ' resamples, ' if n_boot else ''}"
+                f"widened by the extrapolation error of {len(cal['cutoffs'])} nested backtests "
+                f"({cal['n_predictions']} held-out predictions: {cal['per_decade']:.4f} log-loss per decade "
+                f"beyond the fitted runs) and the scatter of single runs ({cal['sigma0']:.4f})")
+        return {"kind": "calibrated", "n_resamples": n_boot, "text": text, **{k: cal[k] for k in (
+            "per_decade", "sigma0", "n_predictions", "max_flops")}}
+    uncal = (result.diagnostics or {}).get("uncalibrated")
+    if n_boot:
+        text = (f"bootstrap only: {n_boot} resamples of the runs, parameter noise alone; it does not "
+                "carry the error of extrapolating, so far beyond the data it is too narrow"
+                + (f" ({uncal})" if uncal else ""))
+        return {"kind": "bootstrap", "n_resamples": n_boot, "text": text}
+    return {"kind": "none", "n_resamples": 0,
+            "text": "no interval: the fit has neither a bootstrap nor a calibration (lower = upper = loss)"}
 
 
 def _jsonable(x):

@@ -2,10 +2,8 @@
 
 The fits' linear algebra works on vectors of 3-8 parameters and a few hundred points. OpenBLAS
 threads even those calls, which costs nothing on an idle machine and a great deal on a busy one: its
-threads spin waiting for a core. On a 2-core EPYC, scipy's L-BFGS-B on a 3-parameter law took 0.32-0.52 ms
-an iteration with OpenBLAS's default two threads against 0.12-0.16 with one, beside a second process doing
-the same (alone 0.07-0.15 against 0.07-0.10; `python -m bench fits` measures it); two `python -m bench intervals` side
-by side, as the test suite's two workers run, took 152 s before this and 44 s after. Limited at run
+threads spin waiting for a core, several times slower an iteration beside a second busy process
+(`python -m bench fits` measures it; experiments/tiny_record.md records what it was). Limited at run
 time (threadpoolctl), so a caller who imported numpy first gets it too, and only around the fits: the
 caller's own BLAS keeps its threads.
 """

@@ -184,31 +184,6 @@ def calibrated_interval(result: FitResult, points, level: float = DEFAULT_LEVEL)
     return prediction_band(result, points, level)
 
 
-def band_method(result: FitResult) -> dict:
-    """How prediction_band's interval for this result is made, for a reader of the numbers:
-    kind "calibrated" (bootstrap, if any, widened by the measured extrapolation error and the
-    scatter of single runs), "bootstrap" (parameter noise only: too narrow far from the data),
-    or "none" (a bare fit: lower = upper = loss)."""
-    boot = (result.diagnostics or {}).get("bootstrap", {})
-    n_boot = int(boot.get("n_resamples", 0)) if result.samples else 0
-    cal = result.calibration
-    if cal:
-        text = (f"calibrated: {'bootstrap over ' + str(n_boot) + ' resamples, ' if n_boot else ''}"
-                f"widened by the extrapolation error of {len(cal['cutoffs'])} nested backtests "
-                f"({cal['n_predictions']} held-out predictions: {cal['per_decade']:.4f} log-loss per decade "
-                f"beyond the fitted runs) and the scatter of single runs ({cal['sigma0']:.4f})")
-        return {"kind": "calibrated", "n_resamples": n_boot, "text": text, **{k: cal[k] for k in (
-            "per_decade", "sigma0", "n_predictions", "max_flops")}}
-    uncal = (result.diagnostics or {}).get("uncalibrated")
-    if n_boot:
-        text = (f"bootstrap only: {n_boot} resamples of the runs, parameter noise alone; it does not "
-                "carry the error of extrapolating, so far beyond the data it is too narrow"
-                + (f" ({uncal})" if uncal else ""))
-        return {"kind": "bootstrap", "n_resamples": n_boot, "text": text}
-    return {"kind": "none", "n_resamples": 0,
-            "text": "no interval: the fit has neither a bootstrap nor a calibration (lower = upper = loss)"}
-
-
 def prediction_band(result: FitResult, runs, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
     """loss (the fit), lower and upper (bootstrap percentiles at `level`) for each row of runs;
     widened for extrapolation when the result carries a calibration (see calibrate)."""

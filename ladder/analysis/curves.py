@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from ladder import layout
 from ladder.analysis.runs import rung_curve, smooth, tail_loss
+from ladder.outputs import layout
 from ladder.spec import RungSpec
 
 
@@ -95,9 +95,8 @@ def eval_over_train_trend(points: pd.DataFrame, ratios: pd.Series, names: list[s
     """log(eval / train) as a line in log C over sizes (each size its runs' mean), to carry to a larger run.
 
     `ratios` is `eval_over_train` of these runs, by name. The whole-curve law forecasts train loss;
-    the held-out split drifts from it as models grow (on the spread eval sample, seed 0 on an AVX2
-    EPYC: 1.016 at d16, 1.038 at d48, 1.048 at the hero), so the rungs' mean ratio put that draw's
-    hero eval forecast 2.8% low against 0.5% for its train loss. One size gives a flat line at its ratio.
+    the held-out split drifts from it as models grow, so the rungs' mean ratio would put a hero's eval
+    forecast low (experiments/tiny_record.md). One size gives a flat line at its ratio.
     """
     finals = points[points["kind"] == "final"]
     if names is not None:

@@ -1,18 +1,15 @@
 """How far a run's eval loss still is above its final at each fraction of the run, measured on the
-rungs, for the hero's live forecast (ladder.forecast).
+rungs, for the hero's live forecast (ladder.analysis.forecast).
 
 A WSD run drops most of its loss in the cooldown, and how far it sits above its final at, say, 80%
-of the run depends on its size: on experiments/tiny.py's rungs ln(eval(0.8) / eval(end)) is about
-0.056, 0.075, 0.090, 0.099 and 0.100 from the smallest size to the largest, and the heroes' 0.096-0.101.
-The pre-hero curve is a train-loss shape (the law times the rungs' mean schedule factor), whose
-ratio at 80% was 0.067-0.086: re-anchored on the hero's eval there, it over-predicted the final by
-0.9-3.1% with a band that covered 3 of 7 heroes.
+of the run depends on its size: the ratio grows with size and levels off at the largest rungs, as
+the heroes' does. The pre-hero curve (a train-loss shape) re-anchored on the hero's eval
+over-predicted the final, with a band too narrow.
 
 So the hero's ratio at a fraction is taken as the largest rung's (the mean over its replicas, each
 on its own eval sample: its evals and its last eval read the same tokens). A trend across sizes
-was the alternative; predicting rung_5's ratio from the smaller rungs (seeds 12-19) the
-largest-below rung's ratio erred 1.06 / 0.65 / 0.48 / 0.42% RMS at 20 / 40 / 60 / 80% of the run,
-a log-compute trend 1.36 / 0.97 / 1.15 / 0.99%. Its uncertainty at the hero is how much the ratio
+was the alternative, and predicted the largest rung's ratio from the smaller ones worse
+(experiments/tiny_record.md has both comparisons). Its uncertainty at the hero is how much the ratio
 still moved over the last two size steps, per decade of compute, carried over the hero's distance
 past the largest rung, with the replicas' spread beside it.
 """
@@ -25,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 
 EVAL_RATIOS_CSV = "eval_ratios.csv"  # fit: name, size, flops, frac, log_ratio of every rung's evals before its last
 HERO_EVAL_RATIO_CSV = "hero_eval_ratio.csv"  # predict: frac, log_ratio, sigma for the hero (from the largest rung)

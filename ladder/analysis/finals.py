@@ -78,8 +78,8 @@ def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int =
     starts = _bootstrap_starts(base, fit)
     # The compute law's fit depends on a resample's multiset of sizes alone, bit for bit (each budget
     # enters as its mean log loss, summed in the same order whatever the sizes' order), so a repeated
-    # multiset reuses its refit: 5 sizes have 126 multisets, and the 170 usable of the default ladder's
-    # 200 resamples held 66 (its fit step 16.3 -> 8.1 s with the curve law's, fit.json byte-identical).
+    # multiset reuses its refit: 5 sizes have only 126 multisets, so a few hundred resamples repeat many
+    # (the fit.json is byte-identical either way).
     refits: dict[object, dict[str, float] | None] = {}
     out = []
     for _ in range(n):

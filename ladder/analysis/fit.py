@@ -1,5 +1,5 @@
 """The fit step: the final-loss law with its bootstrap and backtest, the curve laws, and, on imported
-eval curves, the matched-progress laws chosen by backtests (ladder.analysis.progress)."""
+eval curves, the matched-progress laws chosen by backtests (ladder.analysis.curve_laws)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
 from ladder.analysis.backtests import backtest_at_ratio, backtest_noise, curve_backtest
 from ladder.analysis.beside import beside
+from ladder.analysis.curve_laws import fit_progress
 from ladder.analysis.curves import fit_curve_law, schedule_factors
 from ladder.analysis.eval_ratios import EVAL_RATIOS_CSV, rung_eval_ratios
 from ladder.analysis.finals import (
@@ -27,9 +27,9 @@ from ladder.analysis.finals import (
 )
 from ladder.analysis.intervals import carried_luck, hero_disagreement, target_intervals
 from ladder.analysis.outliers import DESCRIBE_BELOW, describe_outlier, replica_outlier
-from ladder.analysis.progress import fit_progress
 from ladder.analysis.runs import collect_runs
 from ladder.analysis.seeds import seed_noise
+from ladder.outputs import layout
 from ladder.spec import FitSpec, rung_from_dict
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ladder import layout
+from ladder.outputs import layout
 
 
 def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: bool = False) -> dict:
@@ -41,7 +41,8 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
         h = pred["hero"]
         width = (h["upper"] - h["lower"]) / h["predicted_final_loss"]
         if width > gate["max_interval_width"]:
-            reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, wider than {gate['max_interval_width']:.1%}")
+            reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, "
+                           f"wider than {gate['max_interval_width']:.1%}")
     elif fit_doc:
         reasons.append("no hero prediction")
     blocking, warnings = _outlier_verdict(fit_doc, config, gate)

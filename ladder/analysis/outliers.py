@@ -6,11 +6,8 @@ of sizes tested (Bonferroni), so a ladder whose runs all follow one normal seed 
 most `gate.replica_outlier_level` (0.01) of the time. The odd run of the flagged size is the one
 farther from the law fitted without that size, and the hero's forecast without it is set beside the
 shipped one. Nothing is dropped from the fit (a run can be unlucky): the gate holds the hero back and
-names the run to look at, to retrain on another seed or to accept with --force.
-
-On experiments/tiny.py's draws (seeds 12-20, AVX2 EPYC) the family-wise p was 0.20-1.0 in eight and
-0.009 in one (seed 20: rung_3's seeds 3.3% apart against 0.3% a run elsewhere, the first 2.9% above
-the law through the other sizes), whose hero the law then under-predicted by 4.2%.
+names the run to look at, to retrain on another seed or to accept with --force. What it found on
+the recorded draws is in experiments/tiny_record.md.
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ladder import layout
 from ladder.analysis.curves import _hero_curve
 from ladder.analysis.eval_ratios import EVAL_RATIOS_CSV, HERO_EVAL_RATIO_CSV, hero_eval_ratio
 from ladder.analysis.finals import predict_samples
 from ladder.analysis.fit import _fit_spec
 from ladder.analysis.intervals import hero_disagreement, target_intervals
 from ladder.analysis.seeds import seed_noise
+from ladder.outputs import layout
 from ladder.spec import rung_from_dict
 
 
@@ -95,7 +95,7 @@ def _progress_hero(prediction: dict, hero, progress: dict, fit_dir: str, level: 
     This replaces the final-loss law's hero (kept under hero.final_law): on eval curves the curve law
     is the one the backtests validated at every fraction, the final included.
     """
-    from ladder.analysis.progress import BASELINE_MARIN_CSV, HERO_PROGRESS_CSV
+    from ladder.analysis.curve_laws import BASELINE_MARIN_CSV, HERO_PROGRESS_CSV
 
     curve = pd.read_csv(Path(fit_dir) / HERO_PROGRESS_CSV)
     last = curve.iloc[-1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 
 DOMAIN_LOSS = "loss@"  # column prefix of a point's eval loss on one domain of the mixture
 DOMAIN_WEIGHT = "weight@"  # column prefix of that domain's weight in the eval mixture

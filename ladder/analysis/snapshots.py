@@ -1,6 +1,6 @@
 """The hero's forecast refreshed from its own eval points as they come (imported or trained here).
 
-Each snapshot refits the chosen curve law (ladder.analysis.progress) with the hero's points up to
+Each snapshot refits the chosen curve law (ladder.analysis.curve_laws) with the hero's points up to
 it and forecasts the rest; every snapshot is kept, with its forecast of the final and its error on
 the hero's recorded points after it, so a user sees how the forecast moved and when it settled.
 The pre-hero prediction (rungs only) is never changed.
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder import layout
+from ladder.outputs import layout
 
 SNAPSHOT_EVERY = 0.05  # of the hero's steps
 
@@ -41,9 +41,9 @@ def snapshot_fracs(points: pd.DataFrame, every: float = SNAPSHOT_EVERY) -> list[
 def snapshots(fit_dir: str, hero_pts: pd.DataFrame, prior: pd.DataFrame, level: float,
               out_dir: str | None = None) -> list[dict]:
     """One refit per snapshot fraction; returns their summaries (and writes each curve under out_dir/snapshots/)."""
-    from fits.progress_eval import CANDIDATES, calibration_pairs
-    from fits.progress_forecast import snapshot
-    from ladder.analysis.progress import POINTS_CSV, axes
+    from fits.matched_progress_choice import CANDIDATES, calibration_pairs
+    from fits.matched_progress_forecast import snapshot
+    from ladder.analysis.curve_laws import POINTS_CSV, axes
 
     doc = layout.read_json(Path(fit_dir) / layout.FIT) or {}
     progress = doc.get("progress") or {}

@@ -1,4 +1,4 @@
-"""Content hashes of steps: canonical JSON of (fn name, config without cosmetic keys, data deps' hashes)."""
+"""Content hashes of steps: canonical JSON of (step kind, config without cosmetic keys, data deps' hashes)."""
 
 from __future__ import annotations
 

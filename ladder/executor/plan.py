@@ -19,7 +19,7 @@ from .hashing import (
 from .lease import BLOCKED, DEP_FAILED, FAILED, RUNNING, SUCCESS, DirState, read_state
 from .provenance import read_git, read_index
 from .stale import stale_reason
-from .step import Step, fn_name
+from .step import Step, step_kind
 from .store import Store
 
 RUN, SKIP, WAIT, BLOCK = "run", "skip", "wait", "blocked"
@@ -88,7 +88,7 @@ def build_graph(store: Store, ladder: str, steps: Sequence[Step]) -> dict[str, N
     for name in order:
         s = by_name[name]
         config = canonical(dict(s.config))
-        fn = fn_name(s.fn)
+        fn = step_kind(s)
         new[name] = step_hash(fn, config, {d.step: new[d.step] for d in s.hashed_deps})
         # An earlier release hashed data deps only (the hero's hash dep on predict came with inputs).
         old[name] = legacy_hash(fn, config, {d.step: old[d.step] for d in s.data_deps})

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .console import read_progress
 from .lease import (
     DEFAULT_HEARTBEAT,
     DEFAULT_LEASE_TIMEOUT,
@@ -28,8 +29,7 @@ from .plan import (
     record_inputs,
     stale_steps,
 )
-from .progress import read_progress
-from .scheduler import RunSummary, StepOutcome, _Run
+from .scheduler import Run, RunSummary, StepOutcome
 from .step import Step
 from .stop import DEFAULT_STOP_GRACE
 from .store import ConfigError, Store
@@ -139,7 +139,7 @@ class Executor:
         if rerun_stale:
             force |= dependents(nodes, stale_steps(self.store, nodes, self.code_dir))
         record_inputs(self.store, nodes)
-        return _Run(self, nodes, force, runtime).go()
+        return Run(self, nodes, force, runtime).go()
 
     def _check_force(self, nodes: Mapping[str, Node], force: Iterable[str]) -> set[str]:
         force = set(force)
@@ -148,6 +148,11 @@ class Executor:
             raise ValueError(f"force: unknown step(s) {', '.join(sorted(map(repr, unknown)))}; "
                              f"steps are: {', '.join(nodes)}")
         return force
+
+    def start_ray(self) -> bool:
+        """What the scheduler calls before its first step: the store checked, then Ray started or joined."""
+        self._check_shared_store()
+        return self._ensure_ray()
 
     def _check_shared_store(self) -> None:
         """Steps run in Ray worker processes: a root only this process can see would make every step wait

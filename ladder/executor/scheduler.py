@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .context import ERROR_FILE
 from .fresh import aside_dir
@@ -41,9 +41,6 @@ from .plan import (
 from .provenance import environment, read_index, step_json_path, write_index
 from .stop import TerminateAsInterrupt, stop_owned
 from .tasks import remote_fn, task_options, warm_ranks
-
-if TYPE_CHECKING:
-    from .runner import Executor
 
 log = logging.getLogger("ladder.executor")
 
@@ -106,14 +103,33 @@ class _Owned:
     start: float
 
 
-class _Run:
-    """One submit: the scheduling loop."""
+class Driver(Protocol):
+    """What a run needs of the Executor that starts it (runner.py), so this module imports nothing of it."""
 
-    def __init__(self, ex: Executor, nodes: dict[str, Node], force: Iterable[str], runtime):
+    store: Any
+    root: str
+    ladder: str
+    base: str
+    address: str | None
+    max_concurrent: int | None
+    lease_timeout: float
+    heartbeat: float
+    poll: float
+    show_progress: bool
+
+    def start_ray(self) -> bool:
+        """Check that Ray's workers can see the store, then start or join Ray; True when it started it."""
+        ...
+
+
+class Run:
+    """One submit: the scheduling loop over ``nodes``, ``force`` already checked against them."""
+
+    def __init__(self, ex: Driver, nodes: dict[str, Node], force: Iterable[str], runtime):
         self.ex = ex
         self.store = ex.store
         self.nodes = nodes
-        self.force = ex._check_force(nodes, force)
+        self.force = set(force)
         self.runtime = canonical(dict(runtime or {}))
         self.summary = RunSummary()
         self.outcomes = self.summary.steps
@@ -134,7 +150,7 @@ class _Run:
     def go(self) -> RunSummary:
         t0 = time.time()
         if self.ex.show_progress:
-            from .progress import ProgressView
+            from .console import ProgressView
 
             self.view = ProgressView(self.store, title=f"ladder {self.ex.ladder}")
         self.sigterm = TerminateAsInterrupt()
@@ -199,8 +215,7 @@ class _Run:
             if self.ex.max_concurrent and len(self.owned) >= self.ex.max_concurrent:
                 continue
             if not self.summary.ray_started:
-                self.ex._check_shared_store()
-                self.summary.ray_started = self.ex._ensure_ray() or self.summary.ray_started
+                self.summary.ray_started = self.ex.start_ray() or self.summary.ray_started
                 self.sigterm.again()
             self._start(node, a)
             self.pending.remove(name)

@@ -36,7 +36,9 @@ class Step:
     """One node of a ladder's DAG.
 
     ``fn`` is a callable or ``"module:function"``, called as ``fn(config, ctx)`` in a Ray task; it may
-    return a JSON-able dict (written to result.json). ``resources``: ``{"cpus", "gpus", "custom",
+    return a JSON-able dict (written to result.json). ``kind`` names what the step does in its hash, so
+    that moving ``fn`` to another module moves no result; empty, the hash takes ``fn``'s
+    ``"module:qualname"`` (see ``step_kind``). ``resources``: ``{"cpus", "gpus", "custom",
     "max_retries", "env"}``, ``env`` being environment variables its worker process starts with. ``flops`` is only
     shown in the plan; ``code``: the source paths whose changes make a finished run stale (``ladder plan``);
     ``warm_key``: see the field.
@@ -55,6 +57,8 @@ class Step:
     # Steps with the same non-empty key compile the same programs (a size's seeds): the scheduler
     # starts one of each key before any second, so the others find the compile cache warm. Not hashed.
     warm_key: str = ""
+    # The step's identity in its hash, declared once and never changed (see step_kind).
+    kind: str = ""
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name.startswith("."):
@@ -91,6 +95,12 @@ def fn_name(fn: Callable | str) -> str:
     module = getattr(fn, "__module__", None) or "?"
     qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     return f"{module}:{qual}"
+
+
+def step_kind(step: Step) -> str:
+    """What a step's hash names it by: its declared ``kind``, else its function's ``module:qualname``.
+    A declared kind keeps a step's directories where they are when its function moves."""
+    return step.kind or fn_name(step.fn)
 
 
 def resolve_fn(fn: Callable | str) -> Callable:

@@ -35,7 +35,7 @@ def resolve_rung(rung: RungSpec, ladder_seed: int) -> RungSpec:
 def resolve(spec: LadderSpec) -> LadderSpec:
     """Return the spec with every rule evaluated; validate first so rules see sane numbers."""
     validate(spec)
-    # A run declared by budget keeps its rules until the IsoFLOP stage has placed it (ladder.isoflop_place).
+    # A run declared by budget keeps its rules until the IsoFLOP stage has placed it (ladder.dag.isoflop_place).
     rungs = tuple(r if r.budget > 0 else resolve_rung(r, spec.seed) for r in spec.rungs)
     hero = spec.hero if spec.hero is None or spec.hero.budget > 0 else resolve_rung(spec.hero, spec.seed)
     resolved = dataclasses.replace(spec, rungs=rungs, hero=hero)

@@ -189,7 +189,7 @@ class FitSpec:
     pin_E: float | None = None
     loss_metric: str = "eval_loss"  # which final number the laws fit: only eval_loss (train_loss is refused)
     backtest_holdout: int = 1  # only 1: the backtest predicts the largest size from those the hero's ratio below
-    # Imported eval curves: "auto" fits the matched-progress laws to them (fits.progress_eval chooses
+    # Imported eval curves: "auto" fits the matched-progress laws to them (fits.matched_progress_choice chooses
     # one by backtests) and predicts the hero's whole curve; "none" fits final losses only.
     curve_fit: str = "auto"
     baseline: str = "none"  # "marin": Marin's per-5% forecast beside ours (fits.marin)

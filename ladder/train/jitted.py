@@ -25,11 +25,9 @@ from ladder.train.model import Functional, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
 from ladder.train.parallel import Layout
 
-# A call has a fixed cost besides its steps (bench/bench_calls.py), on a 2-core AVX-512 Xeon: about 4 ms for
-# the default ladder's largest rung, 27 ms for its hero on one device and 28-34 ms on its two host devices
-# (there a 1-step call took 62 ms, against 31.5 ms a step in calls of 64). At 8 steps a call that was
-# 3.5-4.3 ms of every hero step (5-12% of it, alternated in one run as the VM's speed moved); at 64, 0.5.
-# Any count trains bit-identically (the chunks are cut at multiples of it, every step the same program).
+# A compiled call has a fixed cost besides its steps (`python -m bench calls` measures it), so many steps
+# go in one call, enough that the cost is a small share of a hero's step time. Any count trains
+# bit-identically (the chunks are cut at multiples of it, every step the same program).
 DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "64"))
 
 

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ladder.layout import write_json_atomic
+from ladder.outputs.layout import write_json_atomic
 from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_from_dict, to_dict
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer

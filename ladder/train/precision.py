@@ -8,9 +8,9 @@ float32. Attention scores, the MoE router, the embedding and the output head sta
 logits cost 1.1% in eval loss on a 600-step d96 run; the blocks alone in bf16 were within 0.1%).
 
 Why a custom VJP: on a CPU with AVX512-BF16, XLA's YNNPACK dots run bf16 x bf16 -> f32 at about
-twice the float32 rate (430 against 215 GFLOP/s measured here), but only in the (M,K)x(K,N) and
+twice the float32 rate (`make bench` measures it), but only in the (M,K)x(K,N) and
 (M,K)x(N,K) forms with row-major operands. A product that contracts the rows of both operands,
-which is what a weight gradient ``x^T g`` is, gets silently upcast to float32 and ran at 180. So the
+which is what a weight gradient ``x^T g`` is, is silently upcast to float32, slower than float32. So the
 backward pass here computes ``dx`` as an (M,N)x(K,N) product and ``dw`` from a *physical* transpose
 of ``x`` (a layout constraint: left alone, XLA makes the transpose a free relabelling and the dot is
 back in the slow form); the copy costs far less than it saves (334 against 180 GFLOP/s).

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ladder.cli import main
+from ladder.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,8 @@ BASE = textwrap.dedent("""
 
 # (experiment body after BASE, overrides, the field the one line must name)
 BAD_SPECS = [
-    ("LADDER = LadderSpec(name='x', rungs=(rung(1, model=ModelSpec(d_model=32, n_layers=2, n_heads=2, n_experts=8, top_k=9, expert_d_ff=8)),) + RUNGS[1:], hero=HERO)",
+    ("LADDER = LadderSpec(name='x', rungs=(rung(1, model=ModelSpec(d_model=32, n_layers=2, n_heads=2, n_experts=8, "
+     "top_k=9, expert_d_ff=8)),) + RUNGS[1:], hero=HERO)",
      [], "rungs[0].model.top_k: 9 exceeds n_experts 8"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[1].tokens=-3"], "rungs[1].tokens:"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].model.n_heads=3"], "rungs[0].model.n_heads:"),
@@ -54,10 +55,14 @@ BAD_SPECS = [
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].nonsense=1"], "has no field 'nonsense'"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[9].tokens=1"], "index 9 is out of range"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["seed"], "expected key=value"),
-    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].model.d_model='wide'"], "rungs[0].model.d_model: expected a positive integer"),
-    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].schedule.decay_frac=0.99", "rungs[0].schedule.warmup_frac=0.5"], "rungs[0].schedule: warmup_frac + decay_frac exceed 1"),
-    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].resources.devices=3"], "rungs[0].resources.devices: batch_size 8 does not split over 3 devices"),
-    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["hero.resources.parallel='zero3'"], "hero.resources.parallel: 'zero3' is not one of replicated, fsdp"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].model.d_model='wide'"],
+     "rungs[0].model.d_model: expected a positive integer"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].schedule.decay_frac=0.99", "rungs[0].schedule.warmup_frac=0.5"],
+     "rungs[0].schedule: warmup_frac + decay_frac exceed 1"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["rungs[0].resources.devices=3"],
+     "rungs[0].resources.devices: batch_size 8 does not split over 3 devices"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["hero.resources.parallel='zero3'"],
+     "hero.resources.parallel: 'zero3' is not one of replicated, fsdp"),
     ("LADDER = 3", [], "LADDER is a int"),
     ("X = 1", [], "defines no LADDER"),
     ("raise RuntimeError('boom')", [], "failed to import: RuntimeError: boom"),

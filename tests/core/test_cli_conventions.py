@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from ladder.cli import main
+from ladder.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "experiments" / "smoke.py")
@@ -110,7 +110,7 @@ def test_dashboard_json_names_where_it_serves(tmp_path):
     import urllib.request
 
     (tmp_path / "root").mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "ladder.cli", "dashboard", "--root", str(tmp_path / "root"),
+    proc = subprocess.Popen([sys.executable, "-m", "ladder.cli.main", "dashboard", "--root", str(tmp_path / "root"),
                              "--port", "0", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         d = json.loads(proc.stdout.readline())
@@ -144,7 +144,7 @@ def test_one_default_level():
 
 
 def test_every_environment_variable_is_declared_and_in_the_readme():
-    from ladder.cli_options import ENVIRONMENT
+    from ladder.cli.options import ENVIRONMENT
 
     read = set()
     for path in [*(REPO / "ladder").rglob("*.py"), *(REPO / "fits").rglob("*.py")]:
@@ -152,7 +152,7 @@ def test_every_environment_variable_is_declared_and_in_the_readme():
         read |= set(re.findall(r"environ(?:\.get)?\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
         read |= set(re.findall(r"environ\[\"([A-Z][A-Z0-9_]+)\"\]", text))
         read |= set(re.findall(r"env_float\(\"([A-Z][A-Z0-9_]+)\"", text))
-    assert read - set(ENVIRONMENT) == set(), "read but not declared in ladder.cli_options.ENVIRONMENT"
+    assert read - set(ENVIRONMENT) == set(), "read but not declared in ladder.cli.options.ENVIRONMENT"
     readme = (REPO / "README.md").read_text()
     missing = [k for k in ENVIRONMENT if f"`{k}`" not in readme]
     assert missing == [], "README's Environment section lacks these"

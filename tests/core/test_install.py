@@ -48,7 +48,7 @@ def test_the_wheel_carries_the_reference_data_license_and_type_markers(wheel):
     data = REPO / "fits" / "reference_data"
     shipped = {str(p.relative_to(REPO)) for p in data.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert shipped and shipped <= names, sorted(shipped - names)[:5]
-    assert {"fits/py.typed", "ladder/py.typed", "ladder/publish/static/index.html"} <= names
+    assert {"fits/py.typed", "ladder/py.typed", "ladder/dashboard/static/index.html"} <= names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:") and "extra ==" not in ln]

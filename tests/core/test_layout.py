@@ -1,4 +1,4 @@
-"""ladder/layout.py readers: a half-written tail is skipped quietly, damage in the middle is reported."""
+"""ladder/outputs/layout.py readers: a half-written tail is skipped quietly, damage in the middle is reported."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from ladder.layout import CorruptLineWarning, iter_jsonl, read_json, write_json_atomic
+from ladder.outputs.layout import CorruptLineWarning, iter_jsonl, read_json, write_json_atomic
 
 
 def test_truncated_last_line_is_skipped_without_warning(tmp_path):

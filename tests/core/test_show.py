@@ -9,9 +9,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ladder.cli import main
+from ladder.cli.main import main
 from ladder.spec import load_spec
-from ladder.spec_docs import field_docs, reference_markdown, spec_classes
+from ladder.spec.docs import field_docs, reference_markdown, spec_classes
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(REPO / "experiments" / "tiny.py")
@@ -19,7 +19,7 @@ TINY = str(REPO / "experiments" / "tiny.py")
 
 def test_every_field_of_every_spec_class_has_a_meaning():
     missing = [f"{cls.__name__}.{r['field']}" for cls in spec_classes() for r in field_docs(cls) if not r["doc"]]
-    assert missing == [], "add them to ladder.spec_docs.FIELD_DOCS (or a comment on the field's line)"
+    assert missing == [], "add them to ladder.spec.docs.FIELD_DOCS (or a comment on the field's line)"
 
 
 def _leaf_paths(obj, path=""):
@@ -57,4 +57,4 @@ def test_the_readme_spec_reference_is_current():
     start, end = "<!-- spec-reference:start -->\n", "<!-- spec-reference:end -->"
     assert start in readme and end in readme
     shipped = readme.split(start, 1)[1].split(end, 1)[0]
-    assert shipped == reference_markdown(), "regenerate: ladder.spec_docs.reference_markdown()"
+    assert shipped == reference_markdown(), "regenerate: ladder.spec.docs.reference_markdown()"

@@ -120,7 +120,7 @@ def test_shipped_experiments_load():
 
 
 def test_replicas_take_their_own_seed_and_leave_the_first_run_s_hash_alone():
-    from ladder.stages import build_steps
+    from ladder.dag.stages import build_steps
 
     spec = load_spec(REPO / "experiments" / "smoke.py")
     spec = dataclasses.replace(spec, rungs=tuple(dataclasses.replace(r, seed=None) for r in spec.rungs))
@@ -145,8 +145,8 @@ def test_marin_hero_compute_matches_the_published_figure():
 
 
 def test_fields_added_later_keep_existing_hashes_at_their_default():
+    from ladder.dag.stages import build_steps
     from ladder.executor.hashing import hashed_config
-    from ladder.stages import build_steps
 
     spec = resolve(load_spec(REPO / "experiments" / "smoke.py"))
     rung = spec.rungs[0]

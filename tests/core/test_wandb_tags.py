@@ -17,8 +17,8 @@ SMOKE = str(REPO / "experiments" / "smoke.py")
 def test_tags_and_notes_reach_the_offline_run(tmp_path):
     import wandb
 
-    from ladder.publish import wandb_log
     from ladder.spec import to_dict
+    from ladder.wandb import log as wandb_log
 
     spec = load_spec(SMOKE, ["wandb.notes=ablation of the router bias"])
     spec = dataclasses.replace(spec, wandb=dataclasses.replace(spec.wandb, mode="offline", tags=("moe", "smoke")))
@@ -42,7 +42,7 @@ def test_tags_and_notes_reach_the_offline_run(tmp_path):
 def test_tags_do_not_change_the_plan_hashes_and_bad_tags_are_one_line(tmp_path):
     from click.testing import CliRunner
 
-    from ladder.cli import main
+    from ladder.cli.main import main
 
     def hashes(*sets):
         import json
@@ -55,7 +55,7 @@ def test_tags_do_not_change_the_plan_hashes_and_bad_tags_are_one_line(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(f"import runpy, dataclasses\nbase = runpy.run_path({SMOKE!r})['LADDER']\n"
                    "LADDER = dataclasses.replace(base, wandb=dataclasses.replace(base.wandb, tags=('ok', 3)))\n")
-    proc = subprocess.run([sys.executable, "-m", "ladder.cli", "plan", str(bad), "--root", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "ladder.cli.main", "plan", str(bad), "--root", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "wandb.tags" in lines[0], proc.stderr

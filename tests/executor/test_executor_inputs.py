@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder import stages
+from ladder.dag import stages
 from ladder.executor import Dep, Executor, Step, expand_force
 from ladder.executor.plan import INPUTS_FILE, record_inputs
 from ladder.executor.stale import stale_reason

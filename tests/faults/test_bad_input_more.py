@@ -3,7 +3,7 @@ rerun/train arguments) or tests/fits/test_cli.py (fit CSVs, predict arguments): 
 commands that write, `ladder import-wandb` references and files, `ladder dashboard` ports and hosts,
 option types. Each: one line on stderr naming the input, exit 2, nothing written.
 
-CLI_GAPS were first found giving tracebacks; ladder/cli.py now turns them into one line too.
+CLI_GAPS were first found giving tracebacks; ladder/cli/main.py now turns them into one line too.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ CLI_GAPS = [
     pytest.param(["submit", TINY, "--root", "http://127.0.0.1:1/x"], "http://127.0.0.1:1/x", {},
                  id="unreachable-http-root"),
     pytest.param(["submit", TINY, "--root", ROOT], "LADDER_LEASE_TIMEOUT", {"LADDER_LEASE_TIMEOUT": "soon"}, id="lease-timeout-env"),
-    pytest.param(["submit", TINY, "--root", ROOT], "heartbeat", {"LADDER_LEASE_TIMEOUT": "5", "LADDER_HEARTBEAT": "10"}, id="heartbeat-not-shorter-than-lease"),
+    pytest.param(["submit", TINY, "--root", ROOT], "heartbeat", {"LADDER_LEASE_TIMEOUT": "5", "LADDER_HEARTBEAT": "10"},
+                 id="heartbeat-not-shorter-than-lease"),
 ]
 
 

@@ -28,7 +28,7 @@ def _rss_mib(pid: int) -> float:
 
 
 def test_dashboard_serves_50_clients_for_30s_without_errors_or_growth(tmp_path):
-    from ladder.publish.sample import write_sample_root
+    from bench.sample import write_sample_root
 
     root = tmp_path / "root"
     write_sample_root(root, "demo")

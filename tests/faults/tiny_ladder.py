@@ -4,8 +4,8 @@ Three rungs (the fewest the compute law fits) and a small hero; each rung checkp
 steps so a kill mid-rung has a checkpoint to resume from.
 """
 
-from ladder.recipe import Recipe
 from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, ScheduleSpec
+from ladder.spec.recipe import Recipe
 
 STEPS = (24, 32, 40)  # optimizer steps per rung (batch 8 x seq 32 = 256 tokens a step)
 RECIPE = Recipe(

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 import fits
-from fits.chinchilla import ChinchillaLaw, init_grid, objective
+from fits.chinchilla import init_grid, objective
+from fits.laws.chinchilla import ChinchillaLaw
 from fits.lbfgs import multistart
 
 EPOCH_OPTIMUM = {"E": 1.81722, "A": 477.83, "B": 2143.42, "alpha": 0.34731, "beta": 0.36717}

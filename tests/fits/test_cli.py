@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from fits.chinchilla import ChinchillaLaw
+from fits.laws.chinchilla import ChinchillaLaw
 
-cli = pytest.importorskip("ladder.cli")
+cli = pytest.importorskip("ladder.cli.main")
 
 
 def run(args):
@@ -71,7 +71,7 @@ def test_fit_compute_and_isoflop_laws(runs_csv, tmp_path):
 
 
 def test_curve_fit_and_curve_predict(tmp_path):
-    from fits.curves import TissueLaw
+    from fits.laws.curves import TissueLaw
 
     law = TissueLaw(L0=2.4, A=0.5, alpha=0.5, C=0.3)
     s = np.arange(4001)
@@ -233,7 +233,7 @@ def test_a_bare_fit_prints_no_interval_rather_than_a_zero_width_one(tmp_path):
 def test_curve_predict_scores_schedules_per_schedule_and_both_averages(tmp_path):
     """Why the 400M hold-out read 0.266% through the CLI and 0.189% in the library: the mean over all
     points weighs long schedules more than the mean of per-schedule means. Both are reported."""
-    from fits.curves import TissueLaw
+    from fits.laws.curves import TissueLaw
 
     law = TissueLaw(L0=2.4, A=0.5, alpha=0.5, C=0.3)
     fit_json = tmp_path / "cfit.json"

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import fits
-from fits.chinchilla import ChinchillaLaw
+from fits.laws.chinchilla import ChinchillaLaw
 
 
 def test_compute_law_recovers_known_parameters():

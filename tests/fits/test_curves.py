@@ -6,7 +6,7 @@ import pytest
 
 import fits
 from fits import reference
-from fits.curves import MultiPowerLaw, TissueLaw
+from fits.laws.curves import MultiPowerLaw, TissueLaw
 from fits.schedule import build, expand
 
 
@@ -151,9 +151,9 @@ def test_joint_fit_survives_degenerate_per_size_fits_on_real_rung_curves():
 
 
 def test_multipower_objective_skips_unreached_rows_without_changing_a_bit():
-    # _mpl_logpred works on the rows where some lr drop has been reached (a WSD curve's decay); the
+    # mpl_logpred works on the rows where some lr drop has been reached (a WSD curve's decay); the
     # rest of the (t, k) matrix is exactly 0. Against the whole-matrix formula: equal to the last bit.
-    from fits.curves import _mpl_logpred, prepare_curve
+    from fits.laws.curves import mpl_logpred, prepare_curve
 
     T = 2000
     s = np.arange(T + 1)
@@ -174,7 +174,7 @@ def test_multipower_objective_skips_unreached_rows_without_changing_a_bit():
         pred = L0 + A * np.exp(-alpha * np.log(c.S1)) - LD
         w = np.where(reached, u_mb / u, 0.0) * c.delta[None, :]
         dC = -B * C * (beta * x * w).sum(axis=1) / pred
-        lp, J = _mpl_logpred(theta, c, True)
+        lp, J = mpl_logpred(theta, c, True)
         np.testing.assert_array_equal(lp, np.log(pred))
         np.testing.assert_array_equal(J[:, 4], dC)
         np.testing.assert_array_equal(J[:, 3], -LD / pred)
@@ -183,7 +183,7 @@ def test_multipower_objective_skips_unreached_rows_without_changing_a_bit():
 def test_a_drop_to_an_lr_of_exactly_zero_is_the_limit_of_a_vanishing_lr_with_a_finite_gradient():
     # A step decay to lr 0 given step by step puts a drop event on eta_k = 0: eta_k^-gamma S_k(t) was
     # 0 * inf there, and the gradient NaN in every row some other drop had reached.
-    from fits.curves import _mpl_logpred, prepare_curve
+    from fits.laws.curves import mpl_logpred, prepare_curve
 
     s = np.arange(3001)
     at = np.arange(250, 3001, 50)
@@ -195,9 +195,9 @@ def test_a_drop_to_an_lr_of_exactly_zero_is_the_limit_of_a_vanishing_lr_with_a_f
         return prepare_curve(s, lr, 3.0 + 0 * at, at=at)
 
     with np.errstate(all="raise"):
-        lp, J = _mpl_logpred(theta, prepared(0.0), True)
+        lp, J = mpl_logpred(theta, prepared(0.0), True)
     assert np.isfinite(J).all()
-    lp_limit, J_limit = _mpl_logpred(theta, prepared(1e-60), True)
+    lp_limit, J_limit = mpl_logpred(theta, prepared(1e-60), True)
     np.testing.assert_allclose(lp, lp_limit, rtol=1e-12)
     np.testing.assert_allclose(J, J_limit, rtol=1e-6, atol=1e-12)
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladder import layout
 from ladder.analysis.curves import eval_over_train, eval_over_train_trend, ratio_at
+from ladder.outputs import layout
 
 
 def _runs(tmp_path, sizes: dict[str, float], ratio) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladder import layout
-from ladder.forecast import ForecastCallback, anchored_forecast
+from ladder.analysis.forecast import ForecastCallback, anchored_forecast
+from ladder.outputs import layout
 from ladder.spec import ModelSpec, RungSpec
 
 
@@ -72,8 +72,8 @@ def test_snapshot_bands_are_calibrated_on_the_rungs_own_snapshots():
     coverage is then measured on the hero's points after the snapshot, which no calibration saw."""
     from fits import reference
     from fits.marin import reference_points
-    from fits.progress_eval import CANDIDATES, Axis, calibration_backtests, calibration_pairs
-    from fits.progress_forecast import forecast, snapshot
+    from fits.matched_progress_choice import CANDIDATES, Axis, calibration_backtests, calibration_pairs
+    from fits.matched_progress_forecast import forecast, snapshot
 
     rungs, hero = reference.marin_rungs(), reference.marin_hero_spec()
     axis = Axis("marin", reference_points(reference.marin_rung_curves(), rungs),
@@ -134,7 +134,7 @@ def test_the_heros_eval_ratio_is_the_largest_rungs_with_how_far_it_still_moved(t
 
 
 def test_a_snapshot_reads_the_final_from_the_rungs_ratio_with_its_sigma():
-    from ladder.forecast import ratio_forecast
+    from ladder.analysis.forecast import ratio_forecast
 
     total = 1000
     prior = prior_curve(total)
@@ -164,7 +164,8 @@ def test_a_snapshot_reads_the_final_from_the_rungs_ratio_with_its_sigma():
     # before the rungs' first eval there is no ratio to read: the prior re-anchored, as without ratios
     early = pd.DataFrame({"step": [100], "eval_loss": [1.9]})
     _, s = ratio_forecast(prior, prediction, early, total, ratio)
-    assert "ratio_from" not in s and s["predicted_final"] == pytest.approx(anchored_forecast(prior, 1.30, early, total)[1]["predicted_final"])
+    anchored = anchored_forecast(prior, 1.30, early, total)[1]["predicted_final"]
+    assert "ratio_from" not in s and s["predicted_final"] == pytest.approx(anchored)
 
 
 def test_the_callback_uses_the_rungs_ratio_when_the_predict_step_wrote_one(tmp_path):

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from fits import reference
+from fits.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
@@ -213,13 +214,13 @@ def _run(run_id: str, display: str, config: dict, summary: dict):
 
 
 def test_wandb_runs_map_to_rows_the_import_accepts(tmp_path, monkeypatch):
-    from ladder import imported
-    from ladder.imported_wandb import rows_from_runs
+    from ladder.imports import results as imported
+    from ladder.imports.wandb_project import rows_from_runs
     from ladder.spec import load_spec
 
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))  # a Run object makes a folder there
     spec = dataclasses.replace(load_spec(SMOKE), root=str(tmp_path / "root"))
-    ours = _run("a1", "rung_1", {"run": {"name": "rung_1"}},  # as ladder.publish.wandb_log logs a rung
+    ours = _run("a1", "rung_1", {"run": {"name": "rung_1"}},  # as ladder.wandb.log logs a rung
                 {"final_eval_loss": 3.2, "tokens": 1.0e6, "flops": 2.0e12, "params_active": 1.5e5, "train/loss": 3.0})
     older = _run("a0", "rung_1", {"run": {"name": "rung_1"}}, {"final_eval_loss": 9.9})  # a crashed attempt
     trained = _run("b1", "rung_2-try", {"rung": {"name": "rung_2"}}, {"eval/loss": 3.0})  # a training step's config
@@ -242,13 +243,13 @@ def test_wandb_runs_map_to_rows_the_import_accepts(tmp_path, monkeypatch):
     # --metric picks another key; a run without it is skipped, and with none left the import is one error
     frame, _ = rows_from_runs(pairs, ["rung_1", "rung_4"], metric="train/loss")
     assert frame[["name", "loss"]].to_dict("records") == [{"name": "rung_1", "loss": 3.0}, {"name": "rung_4", "loss": 2.5}]
-    with pytest.raises(imported.ImportError_, match="no run of 1 spec runs"):
+    with pytest.raises(InputError, match="no run of 1 spec runs"):
         rows_from_runs(pairs, ["hero"])
 
 
 def test_wandb_history_maps_to_a_curve(tmp_path, monkeypatch):
-    from ladder import imported
-    from ladder.imported_wandb import rows_from_runs
+    from ladder.imports import results as imported
+    from ladder.imports.wandb_project import rows_from_runs
     from ladder.spec import load_spec
 
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ladder.cli import main
+from ladder.cli.main import main
 from ladder.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_report_has_the_frontier_with_intervals(isoflop_run):
 
 @pytest.mark.slow
 def test_rungs_and_hero_are_placed_from_the_fit(isoflop_run):
-    from ladder import isoflop, isoflop_place
+    from ladder.dag import isoflop, isoflop_place
 
     spec, rep = isoflop_run["spec"], isoflop_run["report"]
     doc = isoflop.read_doc(spec)
@@ -108,7 +108,7 @@ def test_rungs_and_hero_are_placed_from_the_fit(isoflop_run):
 @pytest.mark.slow
 def test_a_changed_frontier_places_the_runs_again(isoflop_run):
     """What rerunning a sweep run does to its dependents: the placement follows the new isoflop.json."""
-    from ladder import isoflop, isoflop_place, stages
+    from ladder.dag import isoflop, isoflop_place, stages
 
     spec = isoflop_run["spec"]
     doc = isoflop.read_doc(spec)
@@ -159,8 +159,8 @@ def test_an_lr_sweep_of_an_unplaced_budget_rung_is_one_line_and_exit_2(tmp_path)
 
 @pytest.mark.slow
 def test_an_lr_sweep_of_a_placed_budget_rung_multiplies_its_placed_lr(isoflop_run):
-    from ladder import isoflop
-    from ladder import sweep as sweep_lib
+    from ladder.dag import isoflop
+    from ladder.dag import sweep as sweep_lib
 
     spec = isoflop_run["spec"]
     placed, _ = isoflop.placed(spec)

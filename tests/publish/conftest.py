@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ladder.publish.sample import write_sample_root
-from ladder.publish.server import DashboardServer
+from bench.sample import write_sample_root
+from ladder.dashboard.server import DashboardServer
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "data"

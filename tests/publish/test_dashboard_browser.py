@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from ladder import layout
-from ladder.publish.server import DashboardServer
+from ladder.dashboard.server import DashboardServer
+from ladder.outputs import layout
 
 # page -> (minimum charts with traces, minimum traces in all, screenshot name)
 PAGES = {
@@ -55,7 +55,7 @@ def test_page_draws_without_errors(browser, server, screenshot_dir, page):
 
 def test_hero_refreshes_live(browser, tmp_path, screenshot_dir):
     """Rows appended to the hero's metrics (one half-written first) appear without a reload."""
-    from ladder.publish.sample import write_sample_root
+    from bench.sample import write_sample_root
 
     write_sample_root(tmp_path, "live", hero_frac=0.3)
     hero_dir = next(tmp_path.glob("live/hero-*"))

@@ -14,10 +14,9 @@ import urllib.request
 
 import pytest
 
-from ladder import layout
-from ladder.publish import readers
-from ladder.publish.data import Root
-from ladder.publish.server import DashboardServer
+from ladder.dashboard.server import DashboardServer
+from ladder.outputs import layout, readers
+from ladder.outputs.data import Root
 
 
 def get(url: str, headers: dict | None = None):
@@ -214,7 +213,7 @@ def test_band_exits():
 
 def test_live_refresh_through_api(tmp_path):
     """Appending rows shows up in the next poll once the answer cache has expired."""
-    from ladder.publish.sample import write_sample_root
+    from bench.sample import write_sample_root
 
     write_sample_root(tmp_path, "demo", hero_frac=0.2)
     hero = next((tmp_path / "demo").glob("hero-*"))
@@ -231,7 +230,7 @@ def test_jsonl_reader_concurrent_with_writer(tmp_path):
     """Request threads read while a run appends: no errors, every read a consistent prefix."""
     import threading
 
-    from ladder.publish.data import FileCache
+    from ladder.outputs.data import FileCache
 
     path = tmp_path / "metrics.jsonl"
     path.write_text("")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.publish.server import DashboardServer
+from ladder.dashboard.server import DashboardServer
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ("overview", "rungs", "fit", "hero", "moe", "tables")

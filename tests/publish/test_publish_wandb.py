@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ladder import layout
-from ladder.publish import wandb_log
-from ladder.publish.data import Root
+from ladder.outputs import layout
+from ladder.outputs.data import Root
+from ladder.wandb import log as wandb_log
 
 DATA = Path(__file__).parent / "data"
 
@@ -143,7 +143,7 @@ def test_ladder_run_logs_tables_offline(sample_root, tmp_path):
         assert (Path(out) / row[f"{key}/path"]).is_file(), key
     assert row["fit/runs/nrows"] == 4 and row["fit/loss_vs_compute/_type"] == "plotly-file"
 
-    class Ctx:  # what ladder.stages hands a fit/predict/report step
+    class Ctx:  # what ladder.dag.stages hands a fit/predict/report step
         ladder, name, hash, runtime = "demo", "report", "abc", {"wandb_mode": "disabled"}
         out_dir = str(root / "demo" / "report-abc")
 
@@ -158,7 +158,7 @@ def test_nothing_goes_to_home(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "XDG_"))}
     env.update(HOME=str(home), WANDB_SILENT="true")
     code = textwrap.dedent(f"""
-        from ladder.publish.wandb_log import WandbCallback
+        from ladder.wandb.log import WandbCallback
         cb = WandbCallback(root={str(tmp_path / 'root')!r}, ladder="lad", step_name="hero", mode="offline")
         for s in range(5):
             cb.on_step(s, {{"loss": 1.0 / (s + 1)}})
@@ -175,7 +175,7 @@ def test_nothing_goes_to_home(tmp_path):
 
 
 def _cli(args):
-    from ladder.cli import main
+    from ladder.cli.main import main
 
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
@@ -228,7 +228,7 @@ def test_import_bad_input_one_line_exit_2(tmp_path, monkeypatch, args, needle):
     args = [str(DATA / "wandb_chart_export.csv") if a == "CHART" else str(nostep) if a == "NOSTEP" else a for a in args]
     if "--root" not in args:
         args += ["--root", str(tmp_path)]
-    r = CliRunner().invoke(__import__("ladder.cli", fromlist=["main"]).main, ["import-wandb", *args])
+    r = CliRunner().invoke(__import__("ladder.cli.main", fromlist=["main"]).main, ["import-wandb", *args])
     assert r.exit_code == 2, r.output
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.output

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ladder import layout
-from ladder.publish import readers
-from ladder.publish.data import Root
+from ladder.outputs import layout, readers
+from ladder.outputs.data import Root
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "experiments" / "smoke.py")
@@ -29,7 +28,7 @@ def root(ladder_smoke_root, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def report(root) -> dict:
-    from ladder.cli import main
+    from ladder.cli.main import main
 
     r = CliRunner().invoke(main, ["report", SMOKE, "--root", str(root), "--json"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
@@ -63,7 +62,7 @@ def test_band_exits_agree(root, report):
 
 
 def test_text_report_accounts_for_every_exit(report):
-    from ladder.report import report_lines
+    from ladder.report.build import report_lines
 
     exits = report["hero"]["band_exits"]
     lines = [line for line in report_lines(report) if "left the band" in line]

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ladder import layout
-from ladder.publish.data import Root
+from ladder.outputs import layout
+from ladder.outputs.data import Root
 
 REPO = Path(__file__).resolve().parents[2]
 HERO_EVAL = REPO / "fits" / "reference_data" / "marin_moe_535b" / "hero_eval.csv"
 
 
 def _cli(args):
-    from ladder.cli import main
+    from ladder.cli.main import main
 
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
@@ -40,7 +40,7 @@ def test_report_of_a_ladder_that_never_ran(tmp_path, json_flag):
 
 def test_report_and_status_without_the_submits_set_say_so(tmp_path):
     """A ladder submitted with --set seed=7 and reported without it: the steps are there under other hashes."""
-    from ladder import stages
+    from ladder.dag import stages
     from ladder.executor.lease import mark
     from ladder.executor.store import Store
     from ladder.spec import load_spec

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ladder.publish import readers
-from ladder.publish.data import Root
-from ladder.publish.server import DashboardServer
+from ladder.dashboard.server import DashboardServer
+from ladder.outputs import readers
+from ladder.outputs.data import Root
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")

@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent("""
     import json, os, signal, sys, time
     from pathlib import Path
     import wandb
-    from ladder.publish.wandb_env import configure_env, teardown_bounded, wandb_service_process
+    from ladder.wandb.env import configure_env, teardown_bounded, wandb_service_process
 
     base = configure_env(Path(sys.argv[1]))
     out = {}

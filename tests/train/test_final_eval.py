@@ -59,8 +59,8 @@ def test_a_finished_run_that_lost_its_result_reads_the_same_final_again(runs, da
 def test_every_eval_of_the_hero_reads_the_finals_sample(data_spec):
     from conftest import make_rung
 
+    from ladder.dag.train_steps import train_config
     from ladder.spec import LadderSpec
-    from ladder.train_steps import train_config
 
     spec = LadderSpec(name="t", rungs=(make_rung(name="r"),), hero=make_rung(name="h"),
                       data=dataclasses.replace(data_spec, final_eval_tokens=4096))

@@ -52,7 +52,7 @@ def test_the_cli_and_the_step_builders_start_without_jax():
     # `ladder train` and the executor set XLA's device flag after importing these and before JAX starts:
     # one top-level import of a JAX module here (train_steps once took hero_data from train/evaluate.py)
     # left every 2-CPU `ladder train` on one device, silently.
-    code = ("import sys, ladder.cli, ladder.stages, ladder.train_steps, ladder.train.hostdevices; "
+    code = ("import sys, ladder.cli.main, ladder.dag.stages, ladder.dag.train_steps, ladder.train.hostdevices; "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]

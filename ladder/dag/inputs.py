@@ -1,0 +1,25 @@
+"""What a step's numbers depend on besides its config: the package versions (and data digests)
+hashed into it as config["inputs"], and the source whose change leaves a finished run stale
+(Step.code, prefixes in the checkout; see ladder.executor.stale)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
+TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/dag/stages.py", "ladder/analysis/forecast.py")
+ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
+ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/stages.py")
+REPORT_CODE = ("ladder/report/", "ladder/outputs/", "ladder/analysis", "fits/", "ladder/dag/stages.py")
+
+
+def step_inputs(packages: tuple[str, ...], data=None) -> dict[str, Any]:
+    """The package versions (and data digests) a step's numbers depend on: hashed as config["inputs"]."""
+    from ladder.executor.provenance import versions
+
+    out: dict[str, Any] = {"packages": versions(packages)}
+    if data is not None:
+        from ladder.train.digest import source_digest
+
+        out["data"] = {d.name: source_digest(d.source) for d in data.domains}
+    return out

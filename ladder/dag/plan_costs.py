@@ -1,0 +1,99 @@
+"""What `ladder plan` prices beyond the steps it runs: every run's size and compute, the hero's too
+(also when it trains elsewhere), in our counting convention and, where the spec carries a
+baseline's figures (Marin's lm_head-free compute), in theirs; hours on a named accelerator at a
+named MFU, and the hero's wall-clock days on a number of those accelerators.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ladder.cli.options import table_width
+from ladder.spec import LadderSpec
+
+
+def run_figures(spec: LadderSpec, mfu: float, chip_peak: float, chips: int | None) -> list[dict]:
+    theirs = dict(spec.fit.baseline_flops_per_step or {})
+    out = []
+    for run in spec.all_runs():
+        role = "hero" if spec.hero is not None and run.name == spec.hero.name else "rung"
+        row = {"name": run.name, "role": role, "params_active": run.model.params_active,
+               "params_total": run.model.params_total, "tokens": run.tokens, "steps": run.steps,
+               "flops": run.flops, "accelerator_hours": run.flops / (mfu * chip_peak) / 3600,
+               "trained_here": role == "rung" or spec.train_hero, "placement": run.placement}
+        if run.name in theirs:
+            row["flops_baseline"] = float(theirs[run.name]) * run.steps
+            row["baseline"] = spec.fit.baseline
+            row["accelerator_hours_baseline"] = row["flops_baseline"] / (mfu * chip_peak) / 3600
+        if role == "hero" and chips:
+            row["chips"] = chips
+            row["days"] = row["accelerator_hours"] / chips / 24
+            if "accelerator_hours_baseline" in row:
+                row["days_baseline"] = row["accelerator_hours_baseline"] / chips / 24
+        out.append(row)
+    return out
+
+
+def lines(runs: list[dict], accelerator: str, mfu: float, chips: int | None) -> list[str]:
+    out = ["", f"{'run':<8} {'active':>10} {'total':>10} {'tokens':>9} {'FLOPs (ours)':>13} {'FLOPs (baseline)':>17} "
+           f"{'accel-h':>10}"]
+    for r in runs:
+        base = f"{r['flops_baseline']:>17.4g}" if "flops_baseline" in r else f"{'-':>17}"
+        out.append(f"{r['name']:<8} {r['params_active']:>10.4g} {r['params_total']:>10.4g} {r['tokens']:>9.3g} "
+                   f"{r['flops']:>13.4g} {base} {r['accelerator_hours']:>10.3g}"
+                   + ("" if r["trained_here"] else "  (trained elsewhere)")
+                   + ("  (size from isoflop: the sweep has not run)" if r["placement"].startswith("pending") else ""))
+    for r in runs:
+        if r["role"] != "hero":
+            continue
+        where = "here" if r["trained_here"] else "elsewhere"
+        text = (f"hero {r['name']} (trained {where}): {r['accelerator_hours']:.3g} {accelerator}-hours at MFU {mfu:.0%} "
+                f"on our FLOPs ({r['flops']:.3g})")
+        if "flops_baseline" in r:
+            text += f", {r['accelerator_hours_baseline']:.3g} on {r['baseline']}'s ({r['flops_baseline']:.3g})"
+        out.append(text)
+        if chips:
+            days = f"{r['days']:.1f} days"
+            if "days_baseline" in r:
+                days += f" ({r['days_baseline']:.1f} on {r['baseline']}'s FLOPs)"
+            out.append(f"  on {chips} {accelerator}s: {r['accelerator_hours'] / chips:.4g} hours, {days}")
+        else:
+            out.append("  give --chips N for its wall-clock days on N accelerators")
+    return out
+
+
+def print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None,
+                rerun_stale=False) -> None:
+    """The plan `ladder plan` (and `submit`/`rerun --dry-run`) prints: each step and its cost, then every run's."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ladder.dag import stages
+
+    entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
+    rows = []
+    for e in entries:
+        hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
+        rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
+                     "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
+    runs = run_figures(stages.placed(spec), mfu, chip_peak, chips)
+    if as_json:
+        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
+                               "steps": rows, "runs": runs}, indent=2))
+        return
+    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {accelerator}, {chip_peak:.3g} FLOP/s)")
+    for col in ("step", "action", "reason", "hash", "FLOPs", "accel-h", "path"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["step"], r["action"], r["reason"], r["hash"], f"{r['flops']:.3g}" if r["flops"] else "-",
+                      f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
+    total = sum(r["flops"] for r in rows)
+    Console(width=table_width()).print(table)
+    stale = [r["step"] for r in rows if r["stale"] and r["action"] == "skip"]
+    if stale:
+        click.echo(f"stale (code changed since they ran; --rerun-stale reruns them): {', '.join(stale)}")
+    click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
+    for line in lines(runs, accelerator, mfu, chips):
+        click.echo(line)

@@ -1,0 +1,57 @@
+"""A training run as an executor Step: its config (what is hashed), its Ray resources and the key
+that orders a size's seeds (``Step.warm_key``). Rungs, the hero, IsoFLOP sweep runs and LR sweep
+runs are all built here; the function they run is ``ladder.dag.stages.train_step``."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ladder.dag import kinds
+from ladder.dag.inputs import TRAIN_CODE, TRAIN_PACKAGES, step_inputs
+from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
+
+TRAIN_FN = "ladder.dag.stages:train_step"
+
+
+def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
+    return {
+        "role": role,
+        "ladder": spec.name,
+        "rung": to_dict(run),
+        "data": to_dict(run_data(spec, role)),
+        "wandb": to_dict(spec.wandb),
+        "inputs": step_inputs(TRAIN_PACKAGES, spec.data),
+    }
+
+
+def run_data(spec: LadderSpec, role: str) -> DataSpec:
+    """The data a run trains and evaluates on: the hero's evals all read the final's sample."""
+    return spec.data.for_hero() if role == "hero" else spec.data
+
+
+def task_resources(run: RungSpec) -> dict[str, Any]:
+    from ladder.train.hostdevices import worker_env
+
+    r = run.resources
+    out = {"cpus": r.cpus, "gpus": r.gpus, "custom": dict(r.custom), "max_retries": r.max_retries}
+    env = worker_env(r)
+    return {**out, "env": env} if env else out
+
+
+def warm_key(run: RungSpec) -> str:
+    """What a run's compiled programs depend on: its config without the fields a seed's replica
+    changes (an over-specific key only misses the cache, it never shares a wrong program)."""
+    from ladder.executor.hashing import canonical_json
+
+    config = {k: v for k, v in to_dict(run).items() if k not in ("name", "seed", "replica", "description", "placement")}
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:12]
+
+
+def training_step(spec: LadderSpec, run: RungSpec, role: str, *, config: dict | None = None, **step_fields):
+    """The Step that trains ``run``; ``step_fields`` (deps, description, code) go to the Step as given."""
+    from ladder.executor import Step
+
+    fields = {"description": run.description, "code": TRAIN_CODE, **step_fields}
+    return Step(name=run.name, kind=kinds.TRAIN, fn=TRAIN_FN, config=config or train_config(spec, run, role),
+                resources=task_resources(run), flops=run.flops, warm_key=warm_key(run), **fields)

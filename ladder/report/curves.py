@@ -1,0 +1,120 @@
+"""The report's curve-forecast part: the hero's predicted curve (rungs only) and band, the baselines
+(Marin's), the backtests and their coverage, the hero's recorded points against both, and the
+forecast snapshots refitted from the hero's own points.
+
+Keys (report.json):
+  hero.curve               [{step, tokens, loss, lower, upper}] over the hero's whole run, rungs only
+  hero.backtests, hero.coverage, hero.asymptote_E, hero.interval
+  hero.partial             the hero's recorded curve stops short of its steps (no actual final yet)
+  hero.recorded            the hero's recorded points against ours (and each baseline), from COMPARE_FROM on
+  hero.snapshots           [{at_frac, at_step, predicted_final, lower, upper, later_mean_abs_rel_error, ...}]
+  baselines.<name>         {predicted_final_loss, lower, upper, level, law, method, curve, recorded}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ladder.outputs import layout
+from ladder.outputs.readers import COMPARE_FROM_FRAC
+
+# The first 10% of a run is warmup and the fast early drop, where a per-fraction law has least
+# to stand on (Marin's own forecast starts at 5%); the comparison starts here, the same start as
+# the report's and the dashboard's point-by-point comparison.
+COMPARE_FROM = COMPARE_FROM_FRAC
+
+
+def _curve_records(frame: pd.DataFrame) -> list[dict]:
+    cols = [c for c in ("step", "tokens", "frac", "loss", "lower", "upper") if c in frame]
+    out = frame[cols].astype(float).to_dict("records")
+    for r in out:
+        r.setdefault("lower", None)
+        r.setdefault("upper", None)
+    return out
+
+
+def compare(curve: pd.DataFrame, points: pd.DataFrame, start: float = COMPARE_FROM) -> dict[str, Any] | None:
+    """A predicted curve (frac, loss, optional lower/upper) against recorded points from `start` on."""
+    pts = points[points["frac"] >= start - 1e-12]
+    if pts.empty:
+        return None
+    fr = pts["frac"].to_numpy(float)
+    pred = np.interp(fr, curve["frac"], curve["loss"])
+    err = pred / pts["loss"].to_numpy(float) - 1.0
+    out = {"from_frac": start, "to_frac": float(fr.max()), "n_points": int(len(pts)),
+           "mean_abs_rel_error": float(np.mean(np.abs(err))), "mean_rel_error": float(np.mean(err)),
+           "max_abs_rel_error": float(np.max(np.abs(err)))}
+    if "lower" in curve and curve["lower"].notna().all():
+        lo = np.interp(fr, curve["frac"], curve["lower"])
+        hi = np.interp(fr, curve["frac"], curve["upper"])
+        actual = pts["loss"].to_numpy(float)
+        out["inside_band"] = float(np.mean((actual >= lo) & (actual <= hi)))
+        out["mean_band_half_width"] = float(np.mean((hi - lo) / 2 / pred))
+    return out
+
+
+def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], config: dict,
+                 tables: dict[str, pd.DataFrame]) -> None:
+    """Fill the curve-forecast keys of `report` in place (nothing when the prediction has no curve law)."""
+    from ladder.analysis.curve_laws import BASELINE_MARIN_CSV
+    from ladder.analysis.snapshots import hero_points, snapshots
+
+    p = (prediction or {}).get("hero") or {}
+    hero = report.get("hero")
+    predict_dir = dep_dirs.get("predict")
+    hero_dir = dep_dirs.get(config.get("hero") or "")
+    if hero and hero_dir and (Path(hero_dir) / layout.FORECASTS).exists():
+        hero["snapshots"] = trained_snapshots(hero_dir)
+    if not hero or not p.get("source") or not predict_dir:
+        return
+    curve = pd.read_csv(Path(predict_dir) / layout.HERO_CURVE)
+    for key in ("backtests", "coverage", "asymptote_E", "interval", "source", "tokens", "flops"):
+        hero[key] = p.get(key)
+    hero["curve"] = _curve_records(curve)
+    baselines: dict[str, Any] = {}
+    for name, b in ((prediction or {}).get("baselines") or {}).items():
+        path = Path(predict_dir) / (BASELINE_MARIN_CSV if name == "marin" else f"baseline_{name}.csv")
+        table = pd.read_csv(path) if path.exists() else pd.DataFrame()
+        baselines[name] = {**b, "curve": _curve_records(table) if not table.empty else []}
+        tables[f"baseline/{name}"] = table
+    report["baselines"] = baselines
+
+    if not hero_dir:
+        return
+    result = layout.read_json(Path(hero_dir) / layout.RESULT, {}) or {}
+    total = int(result.get("steps") or round(curve["step"].iloc[-1] / curve["frac"].iloc[-1]))
+    pts = hero_points(hero_dir, total)
+    if pts.empty:
+        return
+    if result.get("partial"):
+        # a curve stopped short: its last point is not the final loss, so nothing is scored as one
+        hero.update({"partial": True, "completed_frac": result.get("completed_frac"), "note": result.get("note"),
+                     "actual_final_loss": None, "relative_error": None, "inside_interval": None})
+    hero["recorded"] = compare(curve, pts)
+    for name, b in baselines.items():
+        table = tables.get(f"baseline/{name}")
+        if table is not None and not table.empty:
+            b["recorded"] = compare(table, pts)
+    hero["snapshots"] = snapshots(dep_dirs["fit"], pts, curve, float(p.get("level") or 0.9))
+    tables["hero_recorded"] = pts
+
+
+def trained_snapshots(hero_dir: str) -> list[dict]:
+    """A hero trained here: each forecast snapshot (forecasts.jsonl) with its error on the evals after it."""
+    evals = layout.read_jsonl(Path(hero_dir) / layout.EVAL)
+    out = []
+    for snap in layout.iter_jsonl(Path(hero_dir) / layout.FORECASTS):
+        row = dict(snap)
+        path = Path(hero_dir) / layout.FORECAST_DIR / f"{snap['at_step']}.csv"
+        later = evals[evals["step"] > snap["at_step"]] if not evals.empty and "eval_loss" in evals else evals
+        if path.exists() and not later.empty:
+            curve = pd.read_csv(path)
+            pred = np.interp(later["step"], curve["step"], curve["loss"])
+            row["later_points"] = int(len(later))
+            row["later_mean_abs_rel_error"] = float(np.mean(np.abs(pred / later["eval_loss"].to_numpy(float) - 1)))
+        out.append(row)
+    return out
