@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import TINY, run_cli
+from patience import HANG_S
 
 ROOT = "{root}"
 
@@ -67,7 +68,7 @@ def _check(tmp_path, args, needle, env):
     args = [a.replace(ROOT, str(tmp_path / "root")).replace("{csv}", str(csv)).replace("{tmp}", str(tmp_path))
             for a in args]
     env = {k: v.replace("{csv}", str(csv)).replace("{tmp}", str(tmp_path)) for k, v in env.items()}
-    proc = run_cli(*args, timeout=60, **env)
+    proc = run_cli(*args, timeout=HANG_S, **env)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-1500:])
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("error: "), proc.stderr[-1500:]
