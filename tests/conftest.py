@@ -73,6 +73,24 @@ def pytest_collection_finish(session) -> None:
     Path(_SHARED_DIR, "started.tmp").replace(Path(_SHARED_DIR, "started.json"))
 
 
+def _module_rank(items) -> int:
+    """0: a slow module that starts at once; 1: a slow one that first waits for a shared ladder the
+    background builds; 2: the rest. Both xdist workers take modules in this order, so the longest start
+    first and the short ones fill in at the end, rather than one worker finishing a long module alone."""
+    if not any(item.get_closest_marker("slow") for item in items):
+        return 2
+    waits = any(fixture in getattr(item, "fixturenames", ()) for item in items for fixture, _ in _SHARED.values())
+    return 1 if waits else 0
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    by_module: dict[str, list] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ranks = {module: _module_rank(its) for module, its in by_module.items()}
+    items[:] = [item for module in sorted(by_module, key=lambda m: ranks[m]) for item in by_module[module]]
+
+
 def _started() -> dict | None:
     meta = os.path.join(_SHARED_DIR, "started.json")
     for _ in range(600):  # the starter writes it right after creating the folder

@@ -20,13 +20,15 @@ import sys
 import traceback
 from pathlib import Path
 
+from patience import HANG_S
+
 REPO = Path(__file__).resolve().parents[1]
 LADDER = str(Path(sys.executable).parent / "ladder")
 SMOKE = str(REPO / "experiments" / "smoke.py")
 ISOFLOP = str(REPO / "experiments" / "smoke_isoflop.py")
 
 
-def _ladder(*args: str, env: dict, timeout: float = 1200) -> subprocess.CompletedProcess:
+def _ladder(*args: str, env: dict, timeout: float = HANG_S) -> subprocess.CompletedProcess:
     return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
 
 

@@ -64,10 +64,14 @@ class LadderGroup(click.Group):
             # The executor (and fsspec with it) loads only in the commands that run steps, so its
             # ConfigError can only have been raised once that module is imported.
             store = sys.modules.get("ladder.executor.store")
-            if store is None or not isinstance(exc, store.ConfigError):
-                raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+            if store is not None and isinstance(exc, store.ConfigError):
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(EXIT_BAD_INPUT)
+            ray_start = sys.modules.get("ladder.executor.ray_start")
+            if ray_start is not None and isinstance(exc, ray_start.RayStartError):
+                click.echo(f"error: {exc}", err=True)  # the machine, not the input: a failed run
+                sys.exit(EXIT_FAILED)
+            raise
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -91,7 +91,8 @@ class LineView:
                 self._last_line[name] = now
             elif state not in ("running", "other driver"):
                 loss_part = f", loss {loss}" if loss != "-" else ""
-                self._print(f"{name}: {state.upper()} after {elapsed}{loss_part}")
+                rate_part = f", {tps} tokens/s on average" if tps != "-" and state == "success" else ""
+                self._print(f"{name}: {state.upper()} after {elapsed}{loss_part}{rate_part}")
             elif (prog.get("step") is not None and prog.get("step") != self._last_step.get(name)
                   and now - self._last_line.get(name, 0.0) >= self.every_s):
                 self._print(f"{name}: step {done} {pct}, loss {loss}, {tps} tokens/s, ETA {eta}".replace("  ", " "))

@@ -7,8 +7,8 @@ actually has to run on this submit.
 
 from __future__ import annotations
 
-import logging
 import os
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -166,16 +166,13 @@ class Executor:
         """Start (or join) Ray if this process has not; True when it started it."""
         import ray
 
+        from .ray_start import start_ray
+
         if ray.is_initialized():
             return False
-        address = self.address or os.environ.get("RAY_ADDRESS") or None
-        kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
-        if address:
-            ray.init(address=address, **kwargs)
-        else:
-            ray.init(address="local", num_cpus=os.cpu_count() or 1,
-                     include_dashboard=os.environ.get("LADDER_RAY_DASHBOARD", "") not in ("", "0"),
-                     _temp_dir=os.environ.get("RAY_TMPDIR") or None, **kwargs)
+        start_ray(self.address or os.environ.get("RAY_ADDRESS") or None,
+                  include_dashboard=os.environ.get("LADDER_RAY_DASHBOARD", "") not in ("", "0"),
+                  log=lambda line: print(line, file=sys.stderr, flush=True))
         return True
 
 

@@ -279,9 +279,13 @@ def train(
                     output.sync()
                     call_hooks(callbacks, "on_step", step, full)
                     if progress is not None:
-                        left = (stop - step) * tokens_per_step / tps if tps > 0 else None
+                        # Rows arrive a compiled chunk at a time, so one logging interval's rate swings
+                        # with where the chunk boundaries fall: the ETA uses the run's mean rate so far
+                        # (compiles excluded), the rate a user sees at the end too.
+                        rate = state["tokens_timed"] / state["time_timed"] if state["time_timed"] > 0 else tps
+                        left = (stop - step) * tokens_per_step / rate if rate > 0 else None
                         progress({"step": step, "total_steps": stop, "tokens": full["tokens"], "loss": full["loss"],
-                                  "tokens_per_s": tps, "eta_s": left})
+                                  "tokens_per_s": rate, "eta_s": left})
 
         def _row(r: dict, step: int) -> dict:
             full = {"step": step, "tokens": step * tokens_per_step}

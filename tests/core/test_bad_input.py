@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from patience import HANG_S
 
 from ladder.cli.main import main
 
@@ -116,6 +117,6 @@ def test_console_script_exits_2_without_traceback(tmp_path):
     exp = tmp_path / "exp.py"
     exp.write_text(BASE + "\nLADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)\n")
     proc = subprocess.run([str(Path(sys.executable).parent / "ladder"), "plan", str(exp), "--set", "rungs[3].model.top_k=5"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: rungs[3].model.top_k: 5 exceeds n_experts 4"

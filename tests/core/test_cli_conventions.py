@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from patience import HANG_S
 
 from ladder.cli.main import main
 
@@ -122,7 +123,7 @@ def test_dashboard_json_names_where_it_serves(tmp_path):
         assert Path(served["root"]).resolve() == Path(d["root"]) and served["ladders"] == []
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG_S)
         proc.stdout.close()
         proc.stderr.close()
 

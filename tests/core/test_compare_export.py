@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from patience import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
@@ -19,7 +20,7 @@ MARIN = str(REPO / "experiments" / "marin_moe_535b.py")
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -19,13 +19,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from patience import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_STACK = ("jax", "ray", "wandb", "flax", "optax", "orbax", "plotly", "matplotlib", "pyarrow", "fsspec", "rich")
 
 
 def _run(cmd, **kw):
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=600, **kw)
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=HANG_S, **kw)
     assert proc.returncode == 0, f"{cmd}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
     return proc
 
@@ -83,7 +84,7 @@ def test_a_fresh_venv_without_extras_fits_and_predicts_the_chinchilla_table(whee
     assert 1.8 < p["loss"] < 2.1  # Chinchilla-70B's loss on Epoch's fit is about 1.94
     # a command of the training stack says in one line what to install, exit 2, no traceback
     plan = subprocess.run([ladder, "plan", REPO / "experiments" / "smoke.py"], capture_output=True, text=True,
-                          cwd=tmp_path, env=env, timeout=120)
+                          cwd=tmp_path, env=env, timeout=HANG_S)
     lines = plan.stderr.strip().splitlines()
     assert plan.returncode == 2 and len(lines) == 1, plan.stderr
     assert "pip install 'scaling-ladder[train]'" in lines[0] and "Traceback" not in plan.stderr

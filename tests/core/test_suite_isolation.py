@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from patience import HANG_S
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -26,7 +28,7 @@ def test_a_session_removes_the_folder_it_made(tmp_path):
     env["TMPDIR"] = str(tmp_path)
     test = f"{Path(__file__).relative_to(REPO)}::test_caches_point_into_the_suites_own_folder"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "1 passed" in run.stdout, run.stdout[-2000:]
     left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ladder-tests-"))

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from patience import HANG_S
+
 from ladder.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,6 +58,6 @@ def test_tags_do_not_change_the_plan_hashes_and_bad_tags_are_one_line(tmp_path):
     bad.write_text(f"import runpy, dataclasses\nbase = runpy.run_path({SMOKE!r})['LADDER']\n"
                    "LADDER = dataclasses.replace(base, wandb=dataclasses.replace(base.wandb, tags=('ok', 3)))\n")
     proc = subprocess.run([sys.executable, "-m", "ladder.cli.main", "plan", str(bad), "--root", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+                          capture_output=True, text=True, timeout=HANG_S, cwd=REPO)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "wandb.tags" in lines[0], proc.stderr

@@ -66,3 +66,22 @@ def test_nothing_is_printed_when_no_step_ran(tmp_path):
     view.update([], "0/8 done")
     view.stop()
     assert buf.getvalue() == ""
+
+
+def test_a_finished_step_gives_its_mean_rate(tmp_path):
+    """The end line carries the run's mean tokens/s (what the trainer's last progress holds), so a user
+    sees the step's real rate, not the last interval's."""
+    store = Store(str(tmp_path))
+    d = str(tmp_path / "rung_1-abc")
+    (tmp_path / "rung_1-abc").mkdir()
+    buf = io.StringIO()
+    view = LineView(store, "ladder smoke", stream=buf, every_s=3600.0)
+    view.update([("rung_1", "running", d, 100.0)])
+    store.write_json(store.join(d, PROGRESS_FILE), {"step": 40, "total_steps": 40, "loss": 3.0, "time": 160.0,
+                                                     "tokens_per_s": 1500.0})
+    view.update([("rung_1", "success", d, 100.0)], "1/1 done")
+    store.write_json(store.join(d, PROGRESS_FILE), {"step": 7, "total_steps": 40, "loss": 3.5, "time": 130.0,
+                                                     "tokens_per_s": 1500.0})
+    view.update([("rung_1", "failed", d, 100.0)])
+    assert _lines(buf)[-2:] == ["rung_1: SUCCESS after 1m00s, loss 3.0000, 1,500 tokens/s on average",
+                                "rung_1: FAILED after 30s, loss 3.5000"]

@@ -12,6 +12,7 @@ import time
 
 import pytest
 from exec_ladders import count_runs, ladder_steps
+from patience import HANG_S
 
 from ladder.executor import Executor
 from ladder.executor.lease import read_state
@@ -31,7 +32,7 @@ def start_driver(root, log, sleep, tmpdirs, lease_timeout=4.0, **extra_env):
                             start_new_session=True)
 
 
-def finish(proc, timeout=150):
+def finish(proc, timeout=HANG_S):
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
@@ -83,7 +84,7 @@ def test_sigkilled_driver_restarted_finishes_the_ladder(tmp_path, log, tmpdirs):
     store = Executor(str(root), "lad").store
     first = start_driver(root, log, sleep, tmpdirs)
     try:
-        deadline = time.time() + 90
+        deadline = time.time() + HANG_S  # the driver exiting ends the wait first
         while time.time() < deadline:
             if read_state(store, nodes["rung_1"].dir).state == "SUCCESS" and \
                     read_state(store, nodes["rung_2"].dir).state == "RUNNING" and \
@@ -117,12 +118,12 @@ def test_sigterm_releases_running_steps_at_once(tmp_path, log, tmpdirs):
     # These steps never look at ctx.stop_requested: after the stop grace (1 s here) they are cancelled.
     proc = start_driver(root, log, {"rung_1": 30.0, "rung_2": 30.0}, tmpdirs, LADDER_STOP_GRACE="1")
     try:
-        deadline = time.time() + 90
+        deadline = time.time() + HANG_S  # the driver exiting ends the wait first
         while not count_runs(log).get("rung_1") and time.time() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        proc.wait(timeout=HANG_S)
     finally:
         kill_group(proc)
     assert proc.returncode != 0

@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -26,8 +25,10 @@ REPO = HERE.parents[1]
 LADDER = str(Path(sys.executable).parent / "ladder")
 TINY = str(HERE / "tiny_ladder.py")
 LOCAL_SH = str(REPO / "cluster" / "local.sh")
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+for _path in (str(HERE), str(HERE.parent)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+from patience import HANG_S, measured, wait_for  # noqa: E402, F401  (tests/ on the path first; re-exported)
 
 
 def cli_env(**extra: str) -> dict:
@@ -38,7 +39,7 @@ def cli_env(**extra: str) -> dict:
     return env
 
 
-def run_cli(*args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = HANG_S, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO,
                           env=cli_env(**env))
 
@@ -77,16 +78,6 @@ def read_status(d: Path) -> dict:
 
 def leases(d: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(d.glob(".lease-*"), key=lambda p: int(p.name.split("-")[-1]))]
-
-
-def wait_for(pred, timeout: float, what: str, every: float = 0.2):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        v = pred()
-        if v:
-            return v
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def checkpoint_steps(d: Path) -> list[int]:
@@ -177,7 +168,7 @@ def local_cluster(ray_tmp):
         env.pop("RAY_ADDRESS", None)
 
         def sh(*args, check=True):
-            return subprocess.run([LOCAL_SH, *args], env=env, capture_output=True, text=True, timeout=240,
+            return subprocess.run([LOCAL_SH, *args], env=env, capture_output=True, text=True, timeout=HANG_S,
                                   check=check)
 
         # Registered before starting so that a start failing halfway is stopped too.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import TINY, run_cli
+from patience import HANG_S
 
 ROOT = "{root}"
 
@@ -51,6 +52,12 @@ CLI_GAPS = [
     pytest.param(["submit", TINY, "--root", ROOT], "LADDER_LEASE_TIMEOUT", {"LADDER_LEASE_TIMEOUT": "soon"}, id="lease-timeout-env"),
     pytest.param(["submit", TINY, "--root", ROOT], "heartbeat", {"LADDER_LEASE_TIMEOUT": "5", "LADDER_HEARTBEAT": "10"},
                  id="heartbeat-not-shorter-than-lease"),
+    # A local Ray that cannot start: its temp folder is a file, or too deep for Ray's unix sockets.
+    pytest.param(["submit", TINY, "--root", ROOT], "RAY_TMPDIR", {"RAY_TMPDIR": "{csv}"}, id="ray-tmpdir-a-file"),
+    pytest.param(["submit", TINY, "--root", ROOT], "too long for Ray's unix sockets",
+                 {"RAY_TMPDIR": "{tmp}/" + "d" * 40 + "/" + "e" * 40}, id="ray-tmpdir-too-long"),
+    pytest.param(["submit", TINY, "--root", ROOT], "LADDER_RAY_START_S", {"LADDER_RAY_START_S": "later"},
+                 id="ray-start-bound-env"),
 ]
 
 
@@ -61,7 +68,8 @@ def _check(tmp_path, args, needle, env):
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     args = [a.replace(ROOT, str(tmp_path / "root")).replace("{csv}", str(csv)).replace("{tmp}", str(tmp_path))
             for a in args]
-    proc = run_cli(*args, timeout=60, **env)
+    env = {k: v.replace("{csv}", str(csv)).replace("{tmp}", str(tmp_path)) for k, v in env.items()}
+    proc = run_cli(*args, timeout=HANG_S, **env)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-1500:])
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("error: "), proc.stderr[-1500:]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    HANG_S,
     TINY,
     checkpoint_steps,
     leases,
@@ -69,7 +70,7 @@ def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, 
         prov = json.loads((d / "step.json").read_text())
         return d, prov["pid"]
 
-    r1, pid = wait_for(rung1_mid_run, 400, "rung_1 training on a worker node")
+    r1, pid = wait_for(rung1_mid_run, "rung_1 training on a worker node", proc=driver, log=tmp_path / "driver.log")
     sid = _session_of(pid)
     node = next((n for n, s in node_sids.items() if s == sid), None)
     assert node in ("worker_1", "worker_2"), f"rung_1 ran in session {sid}, not on a worker node ({node_sids})"
@@ -82,7 +83,7 @@ def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, 
     assert _session_of(pid) is None, "the killed node's worker is still alive"
     assert sh("nodes").stdout.count("dead") == 1
 
-    assert driver.wait(timeout=900) == 0, (tmp_path / "driver.log").read_text()[-4000:]
+    assert driver.wait(timeout=HANG_S) == 0, (tmp_path / "driver.log").read_text()[-4000:]
     log = (tmp_path / "driver.log").read_text()
     assert "ladder complete" in log
     dirs = step_dirs(root)
@@ -101,7 +102,7 @@ def test_ladder_on_a_two_node_cluster_survives_losing_a_node(tmp_path, cluster, 
     before = {n: read_status(d)["run_id"] for n, d in dirs.items()}
     address = f"127.0.0.1:{int(env['LADDER_RAY_PORT'])}"
     proc = run_cli("rerun", TINY, "gate", "--root", str(root), "--force", "--no-progress", "--address", address,
-                   *sets, timeout=300)
+                   *sets)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     after = {n: read_status(d)["run_id"] for n, d in step_dirs(root).items()}
     assert {n for n in after if after[n] != before[n]} == {"gate", "report"}

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LADDER, REPO, TINY, cli_env, cmdlines, leases, read_status, step_dirs, wait_for
+from conftest import HANG_S, LADDER, REPO, TINY, cli_env, cmdlines, leases, read_status, step_dirs, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +35,13 @@ def submit_job(dashboard: str, job_id: str, entrypoint: list[str]) -> None:
     """`ray job submit`; the head's job agent registers a few seconds after `local.sh start` returns,
     and until then the dashboard answers "No available agent ... try again later": only that is retried."""
     cmd = [RAY, "job", "submit", "--address", dashboard, "--submission-id", job_id, "--no-wait", "--", *entrypoint]
-    deadline = time.time() + 90
+    deadline = time.monotonic() + HANG_S  # the agent comes up unless something hangs; any other error fails at once
     while True:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO, env=cli_env())
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=cli_env())
         out = proc.stdout + proc.stderr
         if proc.returncode == 0:
             return
-        if "No available agent" not in out or time.time() > deadline:
+        if "No available agent" not in out or time.monotonic() > deadline:
             raise AssertionError(f"ray job submit failed ({proc.returncode}):\n{out[-3000:]}")
         time.sleep(2)
 
@@ -61,8 +61,8 @@ def test_ladder_submitted_as_a_ray_job(tmp_path, local_cluster, monkeypatch):
                                    "--wandb", "disabled"])
 
     client = JobSubmissionClient(dashboard)
-    status = wait_for(lambda: (s := client.get_job_status(job_id)).is_terminal() and s, 240,
-                      "the ladder job to finish", every=2)
+    status = wait_for(lambda: (s := client.get_job_status(job_id)).is_terminal() and s, "the ladder job to finish",
+                      every=2)
     logs = client.get_job_logs(job_id)
     assert status == JobStatus.SUCCEEDED, logs[-4000:]
     assert "ladder complete" in logs, logs[-4000:]
@@ -71,7 +71,12 @@ def test_ladder_submitted_as_a_ray_job(tmp_path, local_cluster, monkeypatch):
     # Ray Jobs runs a driver in a session of its own: `local.sh stop` has to take a running one too.
     marker = f"sleep {4000 + os.getpid() % 1000}"
     submit_job(dashboard, "sleeper", marker.split())
-    wait_for(lambda: client.get_job_status("sleeper") == JobStatus.RUNNING, 60, "the sleeper job to start")
-    wait_for(lambda: any(c.strip() == marker for c in cmdlines()), 30, "the sleeper job's process")
+    def sleeper_running() -> bool:
+        status = client.get_job_status("sleeper")
+        assert not status.is_terminal(), f"the sleeper job ended ({status}) before it was seen running"
+        return status == JobStatus.RUNNING
+
+    wait_for(sleeper_running, "the sleeper job to start")
+    wait_for(lambda: any(c.strip() == marker for c in cmdlines()), "the sleeper job's process")
     sh("stop")
     assert not any(marker in c for c in cmdlines()), "a running job's driver outlived local.sh stop"

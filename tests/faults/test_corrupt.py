@@ -15,6 +15,7 @@ from pathlib import Path
 
 import fault_steps
 from conftest import TINY, run_cli
+from patience import HANG_S
 
 from ladder.executor import Executor, Step
 
@@ -91,7 +92,7 @@ def _ckpt(tmp_path, *args, check=True):
     script = tmp_path / "ckpt.py"
     script.write_text(CKPT_SCRIPT)
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "checkpoints"), *args], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=HANG_S)
     assert not check or proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 

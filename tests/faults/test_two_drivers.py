@@ -21,10 +21,12 @@ import time
 
 import pytest
 from conftest import (
+    HANG_S,
     TINY,
     checkpoint_steps,
     kill_group,
     leases,
+    measured,
     read_status,
     run_cli,
     start_cli,
@@ -35,6 +37,7 @@ from conftest import (
 pytestmark = pytest.mark.slow
 
 LEASE, BEAT = 6.0, 1.0
+RAY_START_S = 300.0  # ladder's own bound on retrying a local Ray start (LADDER_RAY_START_S)
 # rung_1 trains long enough after its compile to be paused and killed mid-run, and all it trains after
 # the kill is time the test waits. Measured on the 2-core machines: an AVX2 EPYC killed A at step 13 400
 # of 30 000 (370 steps/s); an AVX-512 Xeon, alone, between its checkpoints at 15 000 and 16 500 of
@@ -58,7 +61,9 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
         d = step_dirs(root).get("rung_1")
         return d if d and read_status(d).get("status") == "RUNNING" and checkpoint_steps(d) else None
 
-    r1 = wait_for(rung1_training, 400, "rung_1 to be training under driver A")
+    began = time.monotonic()
+    r1 = wait_for(rung1_training, "rung_1 to be training under driver A", proc=a, log=tmp_path / "a.log")
+    a_started = time.monotonic() - began  # A's Ray start, rung_1's compile and first checkpoint, on this machine
     a_owner = read_status(r1)["owner"]
     assert f":{a.pid}:" in a_owner
 
@@ -66,8 +71,10 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
     b_id = f":{b.pid}:"
     # B starts its own Ray for the rungs A leaves to it (A runs one step at a time) and claims them;
     # from then on B polls rung_1, waiting for A's result.
-    wait_for(lambda: b_id in (read_status(step_dirs(root).get("rung_2", tmp_path)).get("owner") or ""), 300,
-             "B to claim rung_2")
+    # B has only its Ray to start before it claims: a bound of several of A's whole first phase, and a
+    # Ray start B has to retry (LADDER_RAY_START_S) on a loaded machine on top.
+    wait_for(lambda: b_id in (read_status(step_dirs(root).get("rung_2", tmp_path)).get("owner") or ""),
+             "B to claim rung_2", proc=b, log=tmp_path / "b.log", bound=measured(a_started, 4) + RAY_START_S)
     assert len(leases(r1)) == 1 and read_status(r1).get("owner") == a_owner
 
     os.kill(a.pid, signal.SIGSTOP)  # A's driver (and its heartbeat thread) stops; its Ray tasks go on
@@ -90,7 +97,7 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
     succeeded = {n: read_status(d)["run_id"] for n, d in step_dirs(root).items()
                  if read_status(d).get("status") == "SUCCESS"}
 
-    assert b.wait(timeout=600) == 0, (tmp_path / "b.log").read_text()[-3000:]
+    assert b.wait(timeout=HANG_S) == 0, (tmp_path / "b.log").read_text()[-3000:]
     blog = (tmp_path / "b.log").read_text()
     assert "ladder complete" in blog
     dirs = step_dirs(root)
@@ -115,6 +122,6 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
 
     # The same submit a third time: nothing runs.
     before = {n: read_status(d)["run_id"] for n, d in dirs.items()}
-    proc = run_cli(*args, timeout=300, **env)
+    proc = run_cli(*args, **env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert {n: read_status(d)["run_id"] for n, d in step_dirs(root).items()} == before

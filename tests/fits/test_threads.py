@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+from patience import HANG_S
+
 # Run in a fresh interpreter: scipy.linalg must not be loaded yet when the limit is first used, and
 # the BLAS default is pinned at 2 threads so a 1-core machine would still show the difference.
 PROBE = """
@@ -48,7 +50,7 @@ print(json.dumps(out))
 
 def test_one_blas_thread_limits_every_loaded_blas_and_restores_it():
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert out["numpy_before"] and all(n == 2 for _, n in out["numpy_before"]), out

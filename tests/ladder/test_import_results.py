@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from patience import HANG_S
 
 from fits import reference
 from fits.errors import InputError
@@ -35,7 +36,7 @@ def hoffmann(n: float, d: float) -> float:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
 
 
 def test_plan_prices_the_hero_on_the_accelerator_named():
@@ -172,7 +173,7 @@ def _closed_port():
 def test_from_wandb_without_a_login_says_so_in_one_line(tmp_path):
     env = _no_wandb_home(tmp_path)
     proc = subprocess.run([LADDER, "import-results", SMOKE, "--from-wandb", "ent/proj", "--root", str(tmp_path / "root")],
-                          capture_output=True, text=True, timeout=120, env=env)
+                          capture_output=True, text=True, timeout=HANG_S, env=env)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "no W&B API key" in proc.stderr and "wandb login" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "root").exists() and list((tmp_path / "home").iterdir()) == []
@@ -199,7 +200,7 @@ def test_from_wandb_with_an_unreachable_server_fails_in_one_line_and_bounded_tim
                                   ["results.csv", "--curves"]])
 def test_from_wandb_bad_arguments(tmp_path, args):
     proc = subprocess.run([LADDER, "import-results", SMOKE, *args, "--root", str(tmp_path / "root")],
-                          capture_output=True, text=True, timeout=120, env=_no_wandb_home(tmp_path), cwd=tmp_path)
+                          capture_output=True, text=True, timeout=HANG_S, env=_no_wandb_home(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "root").exists()
 

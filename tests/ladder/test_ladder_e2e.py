@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from patience import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
@@ -26,7 +27,7 @@ SMOKE = str(REPO / "experiments" / "smoke.py")
 pytestmark = pytest.mark.slow
 
 
-def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = HANG_S) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
 
@@ -216,7 +217,7 @@ def test_notebook_walks_through_the_finished_ladder(smoke_root, tmp_path):
     os.environ["LADDER_NOTEBOOK_ROOT"] = str(smoke_root)
     os.environ["LADDER_NOTEBOOK_SPEC"] = SMOKE
     try:
-        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(nb, timeout=HANG_S, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     finally:
         os.environ.pop("LADDER_NOTEBOOK_ROOT")
         os.environ.pop("LADDER_NOTEBOOK_SPEC")

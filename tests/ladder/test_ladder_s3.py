@@ -12,6 +12,7 @@ from pathlib import Path
 
 import fsspec
 import pytest
+from patience import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
@@ -22,7 +23,7 @@ LIGHTER = ["--set", "hero.tokens=300000", "--set", "data.eval_tokens=2048", "--s
 STEPS = {"rung_1", "rung_2", "rung_3", "rung_4", "fit", "predict", "gate", "hero", "report"}
 
 
-def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = HANG_S) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from patience import HANG_S
 
 from fits.hparams import fit_rule
 
@@ -20,7 +21,7 @@ SMOKE = str(REPO / "experiments" / "smoke.py")
 MULTS = (0.5, 1.0, 2.0, 4.0)
 
 
-def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = HANG_S) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
 
@@ -71,7 +72,7 @@ def test_sweep_bad_input_is_one_line_and_writes_nothing(tmp_path):
     for args, needle in ((("--rungs", "rung_9"), "no rung named 'rung_9'"),
                          (("--rungs", "rung_1", "--lr", "0.5,-1"), "--lr: multiple -1 must be positive"),
                          (("--rungs", "rung_1", "--lr", "0.5,x"), "comma-separated numbers")):
-        proc = run_cli("sweep", SMOKE, *args, "--root", str(tmp_path / "root"), timeout=120)
+        proc = run_cli("sweep", SMOKE, *args, "--root", str(tmp_path / "root"), timeout=HANG_S)
         assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
         assert not (tmp_path / "root").exists()

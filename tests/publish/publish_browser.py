@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+from patience import HANG_S
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-extensions",
@@ -50,7 +51,7 @@ class Browser:
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
                                      env={**os.environ, "TMPDIR": str(tmp)})
         port_file = self.profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S  # chromium exiting ends the wait first
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.close()
@@ -67,7 +68,7 @@ class Browser:
         return aiohttp.ClientSession()
 
     async def _send(self, method: str, params: dict | None = None, session_id: str | None = None,
-                    events: list | None = None, timeout: float = 30.0) -> dict:
+                    events: list | None = None, timeout: float = HANG_S) -> dict:
         msg_id = next(self._ids)
         msg = {"id": msg_id, "method": method, "params": params or {}}
         if session_id:
@@ -102,7 +103,7 @@ class Browser:
             if "method" in data:
                 events.append(data)
 
-    def check_page(self, url: str, page: str, screenshot: Path | None = None, timeout: float = 45.0,
+    def check_page(self, url: str, page: str, screenshot: Path | None = None, timeout: float = HANG_S,
                    then=None) -> dict:
         return self.loop.run_until_complete(self._check_page(url, page, screenshot, timeout, then))
 

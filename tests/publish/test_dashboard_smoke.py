@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from patience import HANG_S
 
 from ladder.dashboard.server import DashboardServer
 
@@ -33,7 +34,7 @@ def smoke_root(request, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("smoke-root")
     ladder = Path(sys.executable).with_name("ladder")
     proc = subprocess.run([str(ladder), "submit", str(REPO / "experiments" / "smoke.py"), "--root", str(root),
-                           "--wandb", "offline", "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=1200)
+                           "--wandb", "offline", "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return root
 

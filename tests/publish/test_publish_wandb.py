@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from patience import HANG_S
 
 from ladder.outputs import layout
 from ladder.outputs.data import Root
@@ -164,7 +165,7 @@ def test_nothing_goes_to_home(tmp_path):
             cb.on_step(s, {{"loss": 1.0 / (s + 1)}})
         cb.on_end({{"status": "SUCCESS"}})
     """)
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120, cwd=tmp_path)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=HANG_S, cwd=tmp_path)
     assert list((tmp_path / "root" / "lad" / "wandb" / "wandb").glob("offline-run-*/run-*.wandb"))
     assert [p for p in home.rglob("*")] == []
     assert not (tmp_path / "wandb").exists()
@@ -252,4 +253,4 @@ def test_dashboard_command(sample_root, tmp_path):
             assert json.loads(resp.read())["ladders"][0]["name"] == "demo"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=HANG_S)

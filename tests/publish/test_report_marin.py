@@ -10,9 +10,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from patience import HANG_S
 
 from ladder.dashboard.server import DashboardServer
 from ladder.outputs import readers
@@ -27,7 +29,7 @@ DROPLESS = "eval_dropless/paloma/macro_loss"
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
 
 
 def import_hero(root: Path) -> subprocess.CompletedProcess:
@@ -152,7 +154,8 @@ def test_dashboard_hero_page_live_import(marin_root, browser, screenshot_dir, tm
         proc = await asyncio.to_thread(import_hero, root)
         assert proc.returncode == 0, proc.stderr
         after = before
-        for _ in range(60):
+        waited = time.monotonic()
+        while time.monotonic() - waited < HANG_S:  # the page polls the root: it redraws when it sees the change
             await asyncio.sleep(0.25)
             after = await b._evaluate(sid, events, names)
             if "actual: hero_actual" in after:

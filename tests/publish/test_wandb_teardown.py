@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+from patience import HANG_S
+
 SCRIPT = textwrap.dedent("""
     import json, os, signal, sys, time
     from pathlib import Path
@@ -30,7 +32,7 @@ SCRIPT = textwrap.dedent("""
         s = time.perf_counter() - start
         # Reaped by the teardown thread, which a loaded machine may not have run yet: wait, bounded.
         try:
-            code = service.wait(timeout=30)
+            code = service.wait(timeout=HANG_S)
         except Exception:  # still there after 30 s: reported as not exited
             code = None
         out[case] = {"killed": killed, "s": s, "exit": code, "pid": service.pid}
@@ -44,7 +46,7 @@ def test_a_frozen_wandb_service_is_killed_after_the_bound_and_a_healthy_one_exit
            "HOME": str(tmp_path / "home")}
     # Unbounded, wandb.teardown() waits on the frozen service for ever: the timeout is the failure.
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "wandb")], capture_output=True, text=True,
-                          timeout=120, env=env)
+                          timeout=HANG_S, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     healthy, frozen = out["healthy"], out["frozen"]

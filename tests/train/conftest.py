@@ -14,6 +14,7 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettemp
 os.environ.setdefault("LADDER_PEAK_FLOPS", "1e11")  # skip the peak measurement in tests
 
 import pytest  # noqa: E402
+from patience import HANG_S
 
 from ladder.spec import DataSpec, DomainSpec, ModelSpec, OptimSpec, RungSpec, ScheduleSpec  # noqa: E402
 
@@ -74,6 +75,6 @@ def ladder_train(root: Path, run: str, steps: int, env: dict[str, str | None]) -
             child[key] = value
     ladder = str(Path(sys.executable).parent / "ladder")
     proc = subprocess.run([ladder, "train", str(REPO / "experiments" / "smoke.py"), run, "--root", str(root),
-                           "--steps", str(steps)], capture_output=True, text=True, timeout=300, cwd=REPO, env=child)
+                           "--steps", str(steps)], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=child)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return json.loads((root / "smoke" / f"train-{run}" / "result.json").read_text())

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from patience import HANG_S
 
 from ladder.train import cores
 
@@ -47,7 +48,7 @@ def _start(tmp_path: Path, name: str, n: float, env: dict) -> tuple[subprocess.P
 
 
 def _wait(path: Path, proc: subprocess.Popen) -> dict:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S  # the holder exiting ends the wait first
     while not path.exists():
         assert proc.poll() is None, f"holder exited with {proc.returncode}"
         assert time.monotonic() < deadline, f"{path.name} never written"
@@ -73,13 +74,13 @@ def test_runs_side_by_side_get_cores_of_their_own_and_give_them_back(tmp_path):
     assert _wait(report, extra)["cores"] is None  # all held: left on every core
     (tmp_path / "release").touch()
     for proc in [*holders, extra]:
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=HANG_S) == 0
     assert json.loads((tmp_path / "h0.after").read_text()) == ALL  # the claim undone on exit from the block
     (tmp_path / "release").unlink()
     again, report = _start(tmp_path, "again", 1, env)  # the exited holders' locks are free again
     assert _wait(report, again)["cores"] is not None
     (tmp_path / "release").touch()
-    assert again.wait(timeout=60) == 0
+    assert again.wait(timeout=HANG_S) == 0
 
 
 def test_a_run_that_wants_the_whole_machine_is_left_alone(tmp_path, monkeypatch):

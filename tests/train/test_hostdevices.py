@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from patience import HANG_S
 
 from ladder.spec import Resources
 from ladder.train import hostdevices
@@ -54,7 +55,7 @@ def test_the_cli_and_the_step_builders_start_without_jax():
     # left every 2-CPU `ladder train` on one device, silently.
     code = ("import sys, ladder.cli.main, ladder.dag.stages, ladder.dag.train_steps, ladder.train.hostdevices; "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
 
@@ -64,7 +65,7 @@ def test_a_split_asked_for_after_jax_started_says_so():
             "print(hostdevices.apply_here(Resources(cpus=1.0)), hostdevices.apply_here(Resources(cpus=2.0), 'hero'), "
             "os.environ.get('XLA_FLAGS'))")
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["True", "False", "None"]  # nothing to do for one CPU; too late for two
     assert "hero: JAX was imported before this run could split into 2 host devices" in proc.stderr
@@ -100,7 +101,7 @@ print(json.dumps(out))
 
 def test_all_devices_means_the_most_the_batch_divides_over():
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"{hostdevices.FLAG}=4"}
-    proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
+    proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (out["b14"], out["b16"], out["b7"]) == (2, 4, 1)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from patience import HANG_S
 
 from ladder.spec import Resources, SpecError, validate
 
@@ -114,7 +115,7 @@ def measured(tmp_path_factory):
            "LADDER_PEAK_FLOPS": "1e11"}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", CHILD, str(out), str(HERE)], capture_output=True, text=True,
-                          env=env, timeout=600)
+                          env=env, timeout=HANG_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     res = json.loads((out / "measured.json").read_text())
     res["wall_s"] = time.perf_counter() - t0

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from conftest import REPO, ladder_train
+from patience import HANG_S
 
 
 def test_train_refuses_outputs_of_another_config_naming_the_field(tmp_path):
@@ -24,7 +25,7 @@ def test_train_refuses_outputs_of_another_config_naming_the_field(tmp_path):
     ladder = str(os.path.join(os.path.dirname(sys.executable), "ladder"))
     proc = subprocess.run([ladder, "train", str(REPO / "experiments" / "smoke.py"), "rung_1", "--root", str(root),
                            "--steps", "4", "--set", "rungs[rung_1].optim.lr=0.01"],
-                          capture_output=True, text=True, timeout=300, cwd=REPO,
+                          capture_output=True, text=True, timeout=HANG_S, cwd=REPO,
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
