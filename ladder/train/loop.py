@@ -130,15 +130,18 @@ def train(
         fpt = mspec.flops_per_token(seq)
 
         mixture = Mixture(data, seq, seed)
-        fm = build(mspec, seed, dispatch=dispatch)
+        # Drawn on the host: a sharded run places each device's shards only (no device holds the whole state).
+        fm = build(mspec, seed, dispatch=dispatch, host=True, remat=rung.resources.remat)
         opt = optim_lib.make_optimizer(rung.optim, fm.params)
         mults = optim_lib.lr_multipliers(fm.param_names, rung.optim)
-        params, bias = fm.params, fm.bias
-        opt_state = opt.init(params)
         # None on one device: the single-device path is left exactly as it was (bit-identical numerics).
-        layout = plan(rung, params, bias, opt_state)
-        if layout is not None:
-            params, bias, opt_state = layout.place(params, bias, opt_state)
+        layout = plan(rung, fm.params, fm.bias, jax.eval_shape(opt.init, fm.params))
+        if layout is None:
+            params = {n: jnp.asarray(v) for n, v in fm.params.items()}
+            bias = {n: jnp.asarray(v) for n, v in fm.bias.items()}
+            opt_state = opt.init(params)
+        else:
+            params, bias, opt_state = layout.init(fm.params, fm.bias, opt)
             print(f"[ladder.train] {rung.name}: data parallel over {layout.n} {jax.local_devices()[0].platform} "
                   f"devices, parameters {layout.mode}", flush=True)
         lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
@@ -174,7 +177,7 @@ def train(
         branch_rows = [r for r in read_jsonl(out / "branches.jsonl") if r.get("start", 0) <= start]
         write_json_lines(out / "branches.jsonl", branch_rows)
 
-        chunk_fn = make_train_chunk(fm, opt, mults, layout, k)
+        chunk_fn = make_train_chunk(fm, opt, mults, layout, k, microbatches=rung.resources.microbatches)
         eval_fn = make_eval(eval_model(fm, data, seed), layout)
         peak = measured_peak_flops(dtype=rung.model.compute_dtype)
         detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]

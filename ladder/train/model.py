@@ -22,7 +22,7 @@ import numpy as np
 from flax import nnx
 
 from ladder.spec import ModelSpec
-from ladder.train import init, precision
+from ladder.train import axes, init, precision
 from ladder.train.moe import MoE, RouterBias
 
 ONEHOT_EMBED = True
@@ -147,9 +147,17 @@ class Block(nnx.Module):
         return x + self.mlp(self.mlp_norm(x)), None
 
 
+REMAT_POLICIES = {
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,  # keep matmul outputs, recompute the rest
+    "full": jax.checkpoint_policies.nothing_saveable,  # keep only each block's input
+}
+
+
 class Transformer(nnx.Module):
-    def __init__(self, spec: ModelSpec, *, rngs: init.HostInit, dispatch: str = "capacity", group_size: int = 0):
+    def __init__(self, spec: ModelSpec, *, rngs: init.HostInit, dispatch: str = "capacity", group_size: int = 0,
+                 remat: str = "none"):
         self.spec = spec
+        self.remat = remat
         self.embed = nnx.Param(rngs.normal((spec.vocab, spec.d_model)))
         self.layers = nnx.List(
             [Block(spec, rngs=rngs, dispatch=dispatch, group_size=group_size) for _ in range(spec.n_layers)]
@@ -167,9 +175,19 @@ class Transformer(nnx.Module):
             x = jax.nn.one_hot(tokens, self.spec.vocab, dtype=jnp.float32) @ self.embed[...]
         else:
             x = self.embed[...][tokens]
+        x = axes.constrain(x, axes.BATCH_ACT)
         stats = []
         for layer in self.layers:
-            x, s = layer(x, cos, sin)
+            if self.remat in REMAT_POLICIES:
+                graphdef, state = nnx.split(layer)
+
+                def block(state, x, graphdef=graphdef):
+                    return nnx.merge(graphdef, state)(x, cos, sin)
+
+                x, s = jax.checkpoint(block, policy=REMAT_POLICIES[self.remat])(state, x)
+            else:
+                x, s = layer(x, cos, sin)
+            x = axes.constrain(x, axes.BATCH_ACT)
             if s is not None:
                 stats.append(s)
         x = self.final_norm(x)
@@ -217,8 +235,12 @@ class Functional:
         return self.merge(params, bias)(tokens)
 
 
-def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size: int = 0) -> Functional:
-    model = Transformer(spec, rngs=init.HostInit(seed), dispatch=dispatch, group_size=group_size)
+def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size: int = 0,
+          host: bool = False, remat: str = "none") -> Functional:
+    """``host``: the parameters stay numpy arrays on the host (to be placed shard by shard). ``remat``: what
+    each block's backward recomputes (``ladder.spec.Resources.remat``)."""
+    model = Transformer(spec, rngs=init.HostInit(seed, host=host), dispatch=dispatch, group_size=group_size,
+                        remat=remat)
     graphdef, p_state, b_state = nnx.split(model, nnx.Param, RouterBias)
     p_leaves, p_def = jax.tree_util.tree_flatten_with_path(p_state)
     b_leaves, b_def = jax.tree_util.tree_flatten_with_path(b_state)
