@@ -41,11 +41,12 @@ from ladder.train.data import Mixture
 from ladder.train.evaluate import eval_model, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
-from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
+from ladder.train.metrics import JsonlWriter, SpikeDetector, read_jsonl
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import build
 from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
 from ladder.train.parallel import plan
+from ladder.train.peaks import run_peak_flops
 from ladder.train.sigterm import Sigterm
 
 
@@ -179,7 +180,7 @@ def train(
 
         chunk_fn = make_train_chunk(fm, opt, mults, layout, k, microbatches=rung.resources.microbatches)
         eval_fn = make_eval(eval_model(fm, data, seed), layout)
-        peak = measured_peak_flops(dtype=rung.model.compute_dtype)
+        peak, _ = run_peak_flops(rung.model.compute_dtype, layout.n if layout is not None else 1)
         detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
         bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None
         if start > 0:  # warm the detectors with the history kept
