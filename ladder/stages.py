@@ -226,6 +226,8 @@ def train_step(config: dict, ctx) -> dict:
     from ladder.train.cores import pinned
 
     rung = rung_from_dict(config["rung"])
+    if rung.resources.processes > 1:
+        return _gang_step(rung, config, ctx)
     # XLA's CPU client starts seeing every core of the machine, pinned or not: the cores it sees when
     # it starts change its numbers (d24 and d48 rungs moved when pinned first), the pin afterwards does not.
     jax.devices()
@@ -256,6 +258,16 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
         from ladder.executor import Interrupted
 
         raise Interrupted(f"{rung.name} checkpointed at step {result.get('steps')}")
+    if result.get("status") != "SUCCESS":
+        raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
+    return result
+
+
+def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
+    """A run over several JAX processes: one step, one result, its gang on Ray (ladder.train.gang)."""
+    from ladder.train.gang import train_gang
+
+    result = train_gang(rung, data_from_dict(config["data"]), ctx.out_dir)
     if result.get("status") != "SUCCESS":
         raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
     return result

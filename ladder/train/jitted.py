@@ -86,7 +86,8 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
 
     jitted = layout.jit_chunk(chunk) if layout is not None else jax.jit(chunk)
 
-    def run(params, bias, opt_state, batches, lrs):
+    def run(params, bias, opt_state, batches, lrs, batch_rows: int | None = None):
+        """``batches`` (n, rows, seq + 1); in a gang, this process's rows of batches of ``batch_rows`` rows."""
         n = len(lrs)
         if not 1 <= n <= steps_per_call:
             raise ValueError(f"a chunk runs 1..{steps_per_call} steps, got {n}")
@@ -95,6 +96,8 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
             batches = np.asarray(batches)
             batches = np.concatenate([batches, np.zeros((pad, *batches.shape[1:]), batches.dtype)])
             lrs = np.concatenate([np.asarray(lrs, np.float32), np.zeros(pad, np.float32)])
+        if layout is not None and layout.multiprocess:  # this process's rows of every batch
+            batches = layout.global_batches(np.asarray(batches), batch_rows)
         params, bias, opt_state, metrics = jitted(params, bias, opt_state, batches, lrs, np.int32(n))
         if pad:
             metrics = jax.tree.map(lambda v: v[:n], metrics)
@@ -134,7 +137,12 @@ def make_eval(fm: Functional, layout: Layout | None = None):
         mean, _ = cross_entropy(logits, windows[:, 1:], w)
         return mean * jnp.sum(w), jnp.sum(w)
 
-    return layout.jit_eval(eval_batch) if layout is not None else jax.jit(eval_batch)
+    if layout is None:
+        return jax.jit(eval_batch)
+    jitted = layout.jit_eval(eval_batch)
+    if not layout.multiprocess:
+        return jitted
+    return lambda p, b, windows, weights: jitted(p, b, layout.global_rows(windows), layout.global_rows(weights))
 
 
 def segments(start: int, end: int, k: int) -> list[tuple[int, int]]:

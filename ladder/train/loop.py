@@ -84,6 +84,7 @@ def train(
     steps_per_call: int | None = None,
     dispatch: str = "capacity",
     should_stop: Callable[[], bool] | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
@@ -93,6 +94,8 @@ def train(
     has ``complete: false`` and a later call continues). ``raise_on_divergence`` raises
     :class:`Diverged` after writing the FAILED result instead of returning it.
     ``steps_per_call`` (default 64, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
+    ``checkpoint_dir``: where checkpoints go (default ``out_dir/checkpoints``): a gang's processes share the
+    first's, each writing its own shards, while their other outputs stay apart (:mod:`ladder.train.gang`).
     """
     # Close the mirror only when it was opened here: a caller's OutputDir stays open for its own writes.
     with contextlib.nullcontext(out_dir) if isinstance(out_dir, OutputDir) else open_output(out_dir) as output:
@@ -150,7 +153,8 @@ def train(
         eval_steps = cadence(total_steps, rung.eval_every, rung.n_evals)
         ckpt_steps = cadence(total_steps, rung.checkpoint_every, rung.n_checkpoints)
 
-        ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
+        ckpt = Checkpointer(checkpoint_dir or out / "checkpoints",
+                            shown_as=f"{output.url}/checkpoints" if output.remote else None)
         start, wall_offset = 0, 0.0
         restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
         while restored is None and output.fetch_checkpoint():  # a URL's newest was unreadable: try the next
@@ -215,19 +219,20 @@ def train(
             return wall_offset + time.perf_counter() - t_start
 
         run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt)
+        my_rows = layout.process_rows(batch) if layout is not None and layout.multiprocess else None
 
         def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):
             """Run steps first..end-1; on_rows(list of per-step metric dicts) after each chunk.
 
             Returns (p, b, o, failed_step or None, step reached)."""
             segs = segments(first, end, k)
-            nxt = mixture.batches(segs[0][0], segs[0][1], batch) if segs else None
+            nxt = mixture.batches(segs[0][0], segs[0][1], batch, my_rows) if segs else None
             for idx, (s0, n) in enumerate(segs):
                 t0 = time.perf_counter()
-                p_new, b_new, o_new, m = chunk_fn(p, b, o, nxt, lr_of(s0, n))
+                p_new, b_new, o_new, m = chunk_fn(p, b, o, nxt, lr_of(s0, n), batch)
                 if idx + 1 < len(segs):  # build the next batches while the chunk runs
                     s1, n1 = segs[idx + 1]
-                    nxt = mixture.batches(s1, n1, batch)
+                    nxt = mixture.batches(s1, n1, batch, my_rows)
                 m = jax.device_get(m)
                 dt = time.perf_counter() - t0
                 if state["warm"]:

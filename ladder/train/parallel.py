@@ -65,6 +65,33 @@ class Layout:
         o = jax.jit(opt.init, in_shardings=(self.params,), out_shardings=self.opt)(p)
         return p, b, o
 
+    @property
+    def multiprocess(self) -> bool:
+        return jax.process_count() > 1
+
+    def process_rows(self, batch: int) -> slice:
+        """The rows of a ``batch``-row batch that this process's devices hold (all of them in one process)."""
+        if not self.multiprocess:
+            return slice(0, batch)
+        index = self.rows.addressable_devices_indices_map((batch,)).values()
+        starts = [i[0].start or 0 for i in index]
+        stops = [batch if i[0].stop is None else i[0].stop for i in index]
+        return slice(min(starts), max(stops))
+
+    def global_batches(self, local_KxbxL: np.ndarray, batch: int):
+        """A chunk of batches from this process's rows of each (numpy in one process: jit places it)."""
+        if not self.multiprocess:
+            return local_KxbxL
+        shape = (local_KxbxL.shape[0], batch, *local_KxbxL.shape[2:])
+        return jax.make_array_from_process_local_data(self.batches, local_KxbxL, shape)
+
+    def global_rows(self, rows_BxX: np.ndarray):
+        """Rows every process holds whole (eval windows) as a global array of which each process gives its own."""
+        if not self.multiprocess:
+            return rows_BxX
+        mine = rows_BxX[self.process_rows(rows_BxX.shape[0])]
+        return jax.make_array_from_process_local_data(self.rows, mine, rows_BxX.shape)
+
     def _traced(self, fn):
         def under_mesh(*args):
             with axes.active(self.mesh, self.rule):
