@@ -356,15 +356,19 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     from ladder.train.mirror import is_remote
 
     rung = placed(spec).rung(rung_name)
-    hostdevices.apply_here(rung.resources, rung.name)
     if is_remote(spec.root):
         out_dir = f"{spec.root.rstrip('/')}/{spec.name}/train-{rung_name}"
     else:
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
+    role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
+    if rung.resources.processes > 1:
+        from ladder.train.gang import train_gang
+
+        return train_gang(rung, run_data(spec, role), out_dir, max_steps=max_steps)
+    hostdevices.apply_here(rung.resources, rung.name)
     from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
 
     compile_cache.enable(out_dir)
-    role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
     return train(rung, run_data(spec, role), out_dir, max_steps=max_steps)
 
 

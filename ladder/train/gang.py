@@ -43,8 +43,11 @@ def member_env(rung: RungSpec) -> dict[str, str]:
 class Member:
     """One process of the gang (a Ray actor)."""
 
-    def pid(self) -> int:
-        return os.getpid()
+    def where(self) -> tuple[int, str]:
+        """(process id, Ray node id) of this member."""
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
 
     def coordinator(self) -> str:
         import socket
@@ -56,7 +59,8 @@ class Member:
             port = s.getsockname()[1]
         return f"{ray.util.get_node_ip_address()}:{port}"
 
-    def train(self, coordinator: str, processes: int, index: int, rung: dict, data: dict, out_dir: str) -> dict:
+    def train(self, coordinator: str, processes: int, index: int, rung: dict, data: dict, out_dir: str,
+              max_steps: int | None = None) -> dict:
         import jax
 
         if os.environ.get("JAX_PLATFORMS", "") == "cpu":
@@ -67,14 +71,17 @@ class Member:
         out = Path(out_dir)
         mine = out if index == 0 else out / GANG_DIR / f"process-{index}"
         compile_cache.enable(str(mine))
-        return train(rung, data, mine, checkpoint_dir=out / "checkpoints")
+        return train(rung, data, mine, checkpoint_dir=out / "checkpoints", max_steps=max_steps)
 
 
-def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *,
+def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
                on_start: Callable[[list], None] | None = None) -> dict:
     """Train ``rung`` as a gang of ``rung.resources.processes`` JAX processes on the connected Ray cluster;
     result.json's dict (the first process's). ``on_start(actors)`` is called with each gang started."""
     import ray
+
+    if not ray.is_initialized():  # `ladder train` of a gang: the cluster of RAY_ADDRESS, else a local one
+        ray.init(address=os.environ.get("RAY_ADDRESS") or "local", include_dashboard=False, logging_level="WARNING")
     from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -100,7 +107,7 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *,
             coordinator = ray.get(actors[0].coordinator.remote())
             if on_start is not None:
                 on_start(actors)
-            calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out) for i, a in enumerate(actors)]
+            calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps) for i, a in enumerate(actors)]
             pending = list(calls)
             while pending:  # the first member to fail ends the gang: the others would wait in a collective
                 done, pending = ray.wait(pending, num_returns=1)
