@@ -27,6 +27,8 @@ def resources_scale(problems: list[str], path: str, r) -> None:
         problems.append(f"{where}.memory_fraction: {frac!r} must be a number in [0, 1] (0: JAX's default)")
     if not ok or not isinstance(r.batch_size, int) or r.batch_size <= 0:
         return
+    if res.processes == 1 and res.microbatches == 1:  # resources.devices alone: validate.py's own check
+        return
     devices = res.devices if isinstance(res.devices, int) and res.devices > 0 else 1
     per_pass = res.processes * devices * res.microbatches
     if r.batch_size % per_pass:
