@@ -12,6 +12,7 @@ import click
 
 from ladder.cli.options import table_width
 from ladder.spec import LadderSpec
+from ladder.train.memory_plan import rung_layout
 
 
 def run_figures(spec: LadderSpec, mfu: float, chip_peak: float, chips: int | None) -> list[dict]:
@@ -19,7 +20,10 @@ def run_figures(spec: LadderSpec, mfu: float, chip_peak: float, chips: int | Non
     out = []
     for run in spec.all_runs():
         role = "hero" if spec.hero is not None and run.name == spec.hero.name else "rung"
+        gang = rung_layout(run)
         row = {"name": run.name, "role": role, "params_active": run.model.params_active,
+               "devices": gang.devices, "hosts": gang.processes, "microbatches": gang.microbatches,
+               "rows_per_pass": gang.rows_per_pass, "memory_per_device": gang.memory_bytes,
                "params_total": run.model.params_total, "tokens": run.tokens, "steps": run.steps,
                "flops": run.flops, "accelerator_hours": run.flops / (mfu * chip_peak) / 3600,
                "trained_here": role == "rung" or spec.train_hero, "placement": run.placement}
@@ -45,6 +49,10 @@ def lines(runs: list[dict], accelerator: str, mfu: float, chips: int | None) -> 
                    f"{r['flops']:>13.4g} {base} {r['accelerator_hours']:>10.3g}"
                    + ("" if r["trained_here"] else "  (trained elsewhere)")
                    + ("  (size from isoflop: the sweep has not run)" if r["placement"].startswith("pending") else ""))
+    out += ["", f"{'run':<8} {'devices':>7} {'hosts':>5} {'microbatches':>12} {'seqs/pass':>9} {'memory/device':>13}"]
+    for r in runs:
+        out.append(f"{r['name']:<8} {r['devices']:>7} {r['hosts']:>5} {r['microbatches']:>12} {r['rows_per_pass']:>9} "
+                   f"{r['memory_per_device'] / 2**30:>10.3g} GiB" + ("  (a gang of JAX processes)" if r["hosts"] > 1 else ""))
     for r in runs:
         if r["role"] != "hero":
             continue

@@ -223,6 +223,8 @@ def train_step(config: dict, ctx) -> dict:
     from ladder.train.cores import pinned
 
     rung = rung_from_dict(config["rung"])
+    if rung.resources.processes > 1:
+        return _gang_step(rung, config, ctx)
     # XLA's CPU client starts seeing every core of the machine, pinned or not: the cores it sees when
     # it starts change its numbers (d24 and d48 rungs moved when pinned first), the pin afterwards does not.
     jax.devices()
@@ -253,6 +255,16 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
         from ladder.executor import Interrupted
 
         raise Interrupted(f"{rung.name} checkpointed at step {result.get('steps')}")
+    if result.get("status") != "SUCCESS":
+        raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
+    return result
+
+
+def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
+    """A run over several JAX processes: one step, one result, its gang on Ray (ladder.train.gang)."""
+    from ladder.train.gang import train_gang
+
+    result = train_gang(rung, data_from_dict(config["data"]), ctx.out_dir)
     if result.get("status") != "SUCCESS":
         raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
     return result
@@ -341,15 +353,19 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     from ladder.train.mirror import is_remote
 
     rung = placed(spec).rung(rung_name)
-    hostdevices.apply_here(rung.resources, rung.name)
     if is_remote(spec.root):
         out_dir = f"{spec.root.rstrip('/')}/{spec.name}/train-{rung_name}"
     else:
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
+    role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
+    if rung.resources.processes > 1:
+        from ladder.train.gang import train_gang
+
+        return train_gang(rung, run_data(spec, role), out_dir, max_steps=max_steps)
+    hostdevices.apply_here(rung.resources, rung.name)
     from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
 
     compile_cache.enable(out_dir)
-    role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
     return train(rung, run_data(spec, role), out_dir, max_steps=max_steps)
 
 

@@ -34,6 +34,8 @@ def task_resources(run: RungSpec) -> dict[str, Any]:
     from ladder.train.hostdevices import worker_env
 
     r = run.resources
+    if r.processes > 1:  # the step only drives its gang: the gang's placement group holds the CPUs and GPUs
+        return {"cpus": 0.0, "gpus": 0.0, "custom": dict(r.custom), "max_retries": r.max_retries}
     out = {"cpus": r.cpus, "gpus": r.gpus, "custom": dict(r.custom), "max_retries": r.max_retries}
     env = worker_env(r)
     return {**out, "env": env} if env else out

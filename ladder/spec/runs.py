@@ -55,6 +55,13 @@ class Resources:
     optimizer state) over the devices. ``cpu_devices``: on a run without GPUs, the number of XLA host
     devices its process splits into (0: one per whole CPU asked for; 1: one multi-threaded device), so
     a 2-CPU run trains data-parallel over two 1-thread devices (see ``ladder.train.hostdevices``).
+    ``expert_parallel``: devices along the mesh's expert axis (a MoE's experts split over them).
+    ``microbatches``: a step's batch runs as this many passes whose gradients are summed (the same step
+    up to float summation, in the memory of one pass). ``remat``: what a block's backward recomputes
+    (``none``; ``dots``: keeps only matmul outputs; ``full``: keeps only the block's input).
+    ``processes``: JAX processes the run spans (one per host, a gang on Ray; ``devices`` then counts each
+    process's local devices). ``memory_fraction``: of a GPU's memory the run may take (0: JAX's default),
+    so two runs can share one GPU.
     Like the rest of ``resources`` these change where a run computes, not what (up to float
     summation order), so they stay out of the step hashes.
     """
@@ -66,6 +73,11 @@ class Resources:
     devices: int = 0
     parallel: str = "replicated"
     cpu_devices: int = 0
+    expert_parallel: int = 1
+    microbatches: int = 1
+    remat: str = "none"
+    processes: int = 1
+    memory_fraction: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from .model import (
     SpecError,
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
+from .validate_scale import resources_scale as _resources_scale
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
@@ -169,6 +170,7 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
         if not 0 <= res.cpu_devices <= 256:
             problems.append(f"{path}.resources.cpu_devices: must be in [0, 256] (0: one per CPU), "
                             f"got {res.cpu_devices}")
+    _resources_scale(problems, path, r)
     if isinstance(r.batch_size, int) and isinstance(r.seq_len, int) and isinstance(r.tokens, int):
         if r.batch_size > 0 and r.seq_len > 0 and 0 < r.tokens < r.batch_size * r.seq_len:
             problems.append(

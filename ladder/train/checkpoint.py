@@ -29,6 +29,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from ladder.train import shard_check
+
 
 def _quiet_orbax() -> None:
     for name in ("absl", "orbax", "orbax.checkpoint"):
@@ -42,6 +44,14 @@ def fingerprint(tree) -> np.ndarray:
         a = np.asarray(leaf, dtype=np.float64)
         acc += (np.abs(a).sum(), a.sum())
     return acc
+
+
+def _sync(name: str) -> None:
+    """Every process of a gang reaches this point before any goes on (nothing in one process)."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
 
 
 class CheckpointWriteError(OSError):
@@ -154,13 +164,18 @@ class Checkpointer:
             "opt": {f"{i:05d}": leaf for i, leaf in enumerate(opt_leaves)},
             "meta": {k: np.asarray(v) for k, v in meta.items()},
         }
-        tree["meta"]["fingerprint"] = fingerprint((tree["params"], tree["bias"], tree["opt"]))
+        # The arrays' sums are kept per shard (shard_check), never pulled whole onto one host.
+        tree["meta"]["fingerprint"] = np.zeros(2)
         if step in self.steps():  # e.g. SIGTERM right after a periodic save
             return
         try:
             self._manager.save(step, args=self._ocp.args.StandardSave(tree))
             self._manager.wait_until_finished()
-            write_manifest(self.directory / str(step))
+            shard_check.write(self.directory / str(step), (tree["params"], tree["bias"], tree["opt"]))
+            _sync(f"ladder-checkpoint-{step}")
+            if jax.process_index() == 0:
+                write_manifest(self.directory / str(step))
+            _sync(f"ladder-manifest-{step}")
         except Exception as exc:
             os_error = _os_error_in(exc)
             if os_error is None:
@@ -195,10 +210,13 @@ class Checkpointer:
                         "directory; if it is corrupt after all, move it into checkpoints.corrupt/ and resubmit"
                     ) from exc
                 _check_template(tree, template, f"{self.shown_as}/{step}")
-                got = fingerprint((tree["params"], tree["bias"], tree["opt"]))
-                want = np.asarray(tree["meta"]["fingerprint"])
-                if not np.array_equal(got, want):
-                    corrupt = "fingerprint mismatch (the arrays changed after they were saved)"
+                arrays = (tree["params"], tree["bias"], tree["opt"])
+                if shard_check.saved(self.directory / str(step)):
+                    corrupt = shard_check.mismatch(self.directory / str(step), arrays)
+                else:  # written before per-shard sums: the whole-leaf fingerprint (one process)
+                    got = fingerprint(arrays)
+                    if not np.array_equal(got, np.asarray(tree["meta"]["fingerprint"])):
+                        corrupt = "fingerprint mismatch (the arrays changed after they were saved)"
             if corrupt is not None:
                 print(
                     f"[ladder.train] checkpoint {self.shown_as}/{step} is corrupt ({corrupt}); moved to "
@@ -216,12 +234,13 @@ class Checkpointer:
     def _discard(self, step: int) -> None:
         """Move a bad checkpoint aside (kept for inspection) so later saves at that step succeed."""
         src = self.directory / str(step)
-        if src.exists():
+        if src.exists() and jax.process_index() == 0:
             dst = self.directory.parent / "checkpoints.corrupt" / str(step)
             dst.parent.mkdir(parents=True, exist_ok=True)
             if dst.exists():
                 shutil.rmtree(dst, ignore_errors=True)
             shutil.move(str(src), str(dst))
+        _sync(f"ladder-discard-{step}")
         self._manager.reload()
 
     def close(self) -> None:

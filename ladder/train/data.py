@@ -255,20 +255,23 @@ class Mixture:
         w = np.array([d.weight for d in self.domains], dtype=np.float64)
         self.weights = w / w.sum()
 
-    def batch(self, step: int, batch_size: int) -> np.ndarray:
-        """(batch_size, seq_len + 1) int32 tokens for optimizer step ``step`` (0-based)."""
+    def batch(self, step: int, batch_size: int, rows: slice | None = None) -> np.ndarray:
+        """(batch_size, seq_len + 1) int32 tokens for optimizer step ``step`` (0-based); with ``rows``, only
+        those rows of it (a process of a gang loads its own slice of every batch)."""
         rng = np.random.default_rng([self.seed, int(step)])
         which = rng.choice(len(self.domains), size=batch_size, p=self.weights)
         u = rng.random(batch_size)
-        out = np.empty((batch_size, self.seq_len + 1), dtype=np.int32)
+        if rows is not None:
+            which, u = which[rows], u[rows]
+        out = np.empty((len(which), self.seq_len + 1), dtype=np.int32)
         for i, (d, r) in enumerate(zip(which, u, strict=True)):
             arr = self.domains[d].train
             start = int(r * (arr.size - self.seq_len - 1))
             out[i] = arr[start : start + self.seq_len + 1]
         return out
 
-    def batches(self, start: int, count: int, batch_size: int) -> np.ndarray:
-        return np.stack([self.batch(start + i, batch_size) for i in range(count)])
+    def batches(self, start: int, count: int, batch_size: int, rows: slice | None = None) -> np.ndarray:
+        return np.stack([self.batch(start + i, batch_size, rows) for i in range(count)])
 
     def eval_windows(self, domain: int, eval_tokens: int) -> np.ndarray:
         """Non-overlapping (n, seq_len + 1) windows of a domain's held-out stream, n = eval_tokens / seq_len.

@@ -20,13 +20,15 @@ import sys
 from ladder.spec import Resources
 
 FLAG = "--xla_force_host_platform_device_count"
+MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
 
 
 def host_device_count(res: Resources) -> int:
     """How many XLA host devices a run with these resources splits into (1: leave XLA alone)."""
     if res.gpus > 0:  # an accelerator run: its devices are the accelerators, not the host
         return 1
-    return res.cpu_devices or max(1, int(res.cpus))
+    # A gang's cpus are the whole run's: each of its processes has an even share.
+    return res.cpu_devices or max(1, int(res.cpus / max(1, res.processes)))
 
 
 def xla_flags(n: int, flags: str) -> str:
@@ -41,7 +43,11 @@ def worker_env(res: Resources) -> dict[str, str]:
     n = host_device_count(res)
     current = os.environ.get("XLA_FLAGS", "")
     wanted = xla_flags(n, current)
-    return {"XLA_FLAGS": wanted} if wanted != current else {}
+    env = {"XLA_FLAGS": wanted} if wanted != current else {}
+    if res.gpus > 0 and res.memory_fraction:
+        # JAX preallocates 75% of a GPU by default: two runs sharing one must each ask for less.
+        env[MEM_FRACTION] = f"{float(res.memory_fraction):g}"
+    return env
 
 
 def apply_here(res: Resources, name: str = "run") -> bool:
@@ -50,7 +56,7 @@ def apply_here(res: Resources, name: str = "run") -> bool:
     env = worker_env(res)
     if not env:
         return True
-    if "jax" in sys.modules:
+    if "jax" in sys.modules and "XLA_FLAGS" in env:
         print(f"[ladder.train] {name}: JAX was imported before this run could split into "
               f"{host_device_count(res)} host devices, so it trains on the devices JAX has; to split it, set "
               f"XLA_FLAGS={env['XLA_FLAGS']} before importing jax", file=sys.stderr, flush=True)

@@ -27,12 +27,16 @@ def residual_std(n_layers: int) -> float:
 class HostInit:
     """What the modules draw their weights from (in place of ``nnx.Rngs``)."""
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, *, host: bool = False):
+        """``host``: keep the draws as numpy arrays (a sharded run places each device's shards from them, so
+        no device ever holds a whole weight); otherwise they go to the default device as before."""
+        self.host = host
         # a spawn key: numpy pads the entropy before it, so no (seed, step) of the data's batches collides
         self._rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x1A2D,)))
 
-    def normal(self, shape: tuple[int, ...], std: float = STD) -> jax.Array:
-        return jnp.asarray(self._rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
+    def normal(self, shape: tuple[int, ...], std: float = STD) -> jax.Array | np.ndarray:
+        draw = self._rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
+        return draw if self.host else jnp.asarray(draw)
 
 
 def ones(shape: tuple[int, ...]) -> jax.Array:

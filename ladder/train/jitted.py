@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ladder.train import axes
 from ladder.train.model import Functional, cross_entropy, loss_fn
 from ladder.train.moe import update_bias
 from ladder.train.parallel import Layout
@@ -32,9 +33,11 @@ DEFAULT_STEPS_PER_CALL = int(os.environ.get("LADDER_STEPS_PER_CALL", "64"))
 
 
 def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: Mapping[str, float],
-                     layout: Layout | None = None, steps_per_call: int = DEFAULT_STEPS_PER_CALL):
+                     layout: Layout | None = None, steps_per_call: int = DEFAULT_STEPS_PER_CALL,
+                     microbatches: int = 1):
     """``chunk(params, bias, opt_state, batches, lrs)`` runs ``len(lrs)`` (at most ``steps_per_call``) steps and
-    returns the new state and each step's metrics (leading axis ``len(lrs)``)."""
+    returns the new state and each step's metrics (leading axis ``len(lrs)``). ``microbatches`` > 1 runs each
+    step's batch as that many passes and averages their gradients (:func:`accumulated_grads`)."""
     spec = fm.spec
     bias_layers = [(name, int(name.split(".")[1])) for name in fm.bias_names]
     moe_layers = sorted({i for _, i in bias_layers})
@@ -42,9 +45,7 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
     def one_step(carry, xs):
         params, bias, opt_state = carry
         batch, lr = xs
-        (total, (ce, stats)), grads = jax.value_and_grad(
-            lambda p: loss_fn(fm, p, bias, batch), has_aux=True
-        )(params)
+        (total, (ce, stats)), grads = accumulated_grads(fm, params, bias, batch, microbatches)
         updates, opt_state = opt.update(grads, opt_state, params)
         updates = {n: (-lr * mults[n]) * u for n, u in updates.items()}
         params = {n: params[n] + updates[n] for n in params}
@@ -83,7 +84,8 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
 
     jitted = layout.jit_chunk(chunk) if layout is not None else jax.jit(chunk)
 
-    def run(params, bias, opt_state, batches, lrs):
+    def run(params, bias, opt_state, batches, lrs, batch_rows: int | None = None):
+        """``batches`` (n, rows, seq + 1); in a gang, this process's rows of batches of ``batch_rows`` rows."""
         n = len(lrs)
         if not 1 <= n <= steps_per_call:
             raise ValueError(f"a chunk runs 1..{steps_per_call} steps, got {n}")
@@ -92,6 +94,8 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
             batches = np.asarray(batches)
             batches = np.concatenate([batches, np.zeros((pad, *batches.shape[1:]), batches.dtype)])
             lrs = np.concatenate([np.asarray(lrs, np.float32), np.zeros(pad, np.float32)])
+        if layout is not None and layout.multiprocess:  # this process's rows of every batch
+            batches = layout.global_batches(np.asarray(batches), batch_rows)
         params, bias, opt_state, metrics = jitted(params, bias, opt_state, batches, lrs, np.int32(n))
         if pad:
             metrics = jax.tree.map(lambda v: v[:n], metrics)
@@ -101,6 +105,29 @@ def make_train_chunk(fm: Functional, opt: optax.GradientTransformation, mults: M
     return run
 
 
+def accumulated_grads(fm: Functional, params: dict, bias: dict, batch_BxL, microbatches: int):
+    """``((objective, (cross-entropy, per-layer MoE stats)), grads)`` of ``batch``, in ``microbatches`` passes.
+
+    Microbatch j takes rows j, j + M, j + 2M, ...: a batch split along its rows over the devices gives every
+    device its share of every microbatch. Each pass has the same number of tokens, so the mean of the passes'
+    losses, gradients and expert loads is the whole batch's up to float summation order; a MoE's load
+    quantile and max-over-mean are averaged over the passes (metrics and the quantile rule's bias step).
+    """
+    grad_fn = jax.value_and_grad(lambda p, rows: loss_fn(fm, p, bias, rows), has_aux=True)
+    if microbatches <= 1:
+        return grad_fn(params, batch_BxL)
+    b, width = batch_BxL.shape
+    rows_MxbxL = jnp.swapaxes(batch_BxL.reshape(b // microbatches, microbatches, width), 0, 1)
+
+    def add(acc, rows_bxL):
+        out = grad_fn(params, axes.constrain(rows_bxL, ("batch", None)))
+        return jax.tree.map(jnp.add, acc, out), None
+
+    zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(grad_fn, params, rows_MxbxL[0]))
+    summed, _ = jax.lax.scan(add, zeros, rows_MxbxL)
+    return jax.tree.map(lambda a: a / microbatches, summed)
+
+
 def make_eval(fm: Functional, layout: Layout | None = None):
     def eval_batch(params, bias, windows, weights):
         logits, _ = fm.apply(params, bias, windows[:, :-1])
@@ -108,7 +135,12 @@ def make_eval(fm: Functional, layout: Layout | None = None):
         mean, _ = cross_entropy(logits, windows[:, 1:], w)
         return mean * jnp.sum(w), jnp.sum(w)
 
-    return layout.jit_eval(eval_batch) if layout is not None else jax.jit(eval_batch)
+    if layout is None:
+        return jax.jit(eval_batch)
+    jitted = layout.jit_eval(eval_batch)
+    if not layout.multiprocess:
+        return jitted
+    return lambda p, b, windows, weights: jitted(p, b, layout.global_rows(windows), layout.global_rows(weights))
 
 
 def segments(start: int, end: int, k: int) -> list[tuple[int, int]]:

@@ -41,11 +41,12 @@ from ladder.train.data import Mixture
 from ladder.train.evaluate import eval_model, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
-from ladder.train.metrics import JsonlWriter, SpikeDetector, measured_peak_flops, read_jsonl
+from ladder.train.metrics import JsonlWriter, SpikeDetector, read_jsonl
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import build
 from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
 from ladder.train.parallel import plan
+from ladder.train.peaks import run_peak_flops
 from ladder.train.sigterm import Sigterm
 
 
@@ -83,6 +84,7 @@ def train(
     steps_per_call: int | None = None,
     dispatch: str = "capacity",
     should_stop: Callable[[], bool] | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
@@ -92,6 +94,8 @@ def train(
     has ``complete: false`` and a later call continues). ``raise_on_divergence`` raises
     :class:`Diverged` after writing the FAILED result instead of returning it.
     ``steps_per_call`` (default 64, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
+    ``checkpoint_dir``: where checkpoints go (default ``out_dir/checkpoints``): a gang's processes share the
+    first's, each writing its own shards, while their other outputs stay apart (:mod:`ladder.train.gang`).
     """
     # Close the mirror only when it was opened here: a caller's OutputDir stays open for its own writes.
     with contextlib.nullcontext(out_dir) if isinstance(out_dir, OutputDir) else open_output(out_dir) as output:
@@ -130,15 +134,18 @@ def train(
         fpt = mspec.flops_per_token(seq)
 
         mixture = Mixture(data, seq, seed)
-        fm = build(mspec, seed, dispatch=dispatch)
+        # Drawn on the host: a sharded run places each device's shards only (no device holds the whole state).
+        fm = build(mspec, seed, dispatch=dispatch, host=True, remat=rung.resources.remat)
         opt = optim_lib.make_optimizer(rung.optim, fm.params)
         mults = optim_lib.lr_multipliers(fm.param_names, rung.optim)
-        params, bias = fm.params, fm.bias
-        opt_state = opt.init(params)
         # None on one device: the single-device path is left exactly as it was (bit-identical numerics).
-        layout = plan(rung, params, bias, opt_state)
-        if layout is not None:
-            params, bias, opt_state = layout.place(params, bias, opt_state)
+        layout = plan(rung, fm.params, fm.bias, jax.eval_shape(opt.init, fm.params))
+        if layout is None:
+            params = {n: jnp.asarray(v) for n, v in fm.params.items()}
+            bias = {n: jnp.asarray(v) for n, v in fm.bias.items()}
+            opt_state = opt.init(params)
+        else:
+            params, bias, opt_state = layout.init(fm.params, fm.bias, opt)
             print(f"[ladder.train] {rung.name}: data parallel over {layout.n} {jax.local_devices()[0].platform} "
                   f"devices, parameters {layout.mode}", flush=True)
         lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
@@ -146,7 +153,8 @@ def train(
         eval_steps = cadence(total_steps, rung.eval_every, rung.n_evals)
         ckpt_steps = cadence(total_steps, rung.checkpoint_every, rung.n_checkpoints)
 
-        ckpt = Checkpointer(out / "checkpoints", shown_as=f"{output.url}/checkpoints" if output.remote else None)
+        ckpt = Checkpointer(checkpoint_dir or out / "checkpoints",
+                            shown_as=f"{output.url}/checkpoints" if output.remote else None)
         start, wall_offset = 0, 0.0
         restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
         while restored is None and output.fetch_checkpoint():  # a URL's newest was unreadable: try the next
@@ -174,9 +182,9 @@ def train(
         branch_rows = [r for r in read_jsonl(out / "branches.jsonl") if r.get("start", 0) <= start]
         write_json_lines(out / "branches.jsonl", branch_rows)
 
-        chunk_fn = make_train_chunk(fm, opt, mults, layout, k)
+        chunk_fn = make_train_chunk(fm, opt, mults, layout, k, microbatches=rung.resources.microbatches)
         eval_fn = make_eval(eval_model(fm, data, seed), layout)
-        peak = measured_peak_flops(dtype=rung.model.compute_dtype)
+        peak, _ = run_peak_flops(rung.model.compute_dtype, layout.n if layout is not None else 1)
         detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
         bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None
         if start > 0:  # warm the detectors with the history kept
@@ -211,19 +219,20 @@ def train(
             return wall_offset + time.perf_counter() - t_start
 
         run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt)
+        my_rows = layout.process_rows(batch) if layout is not None and layout.multiprocess else None
 
         def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):
             """Run steps first..end-1; on_rows(list of per-step metric dicts) after each chunk.
 
             Returns (p, b, o, failed_step or None, step reached)."""
             segs = segments(first, end, k)
-            nxt = mixture.batches(segs[0][0], segs[0][1], batch) if segs else None
+            nxt = mixture.batches(segs[0][0], segs[0][1], batch, my_rows) if segs else None
             for idx, (s0, n) in enumerate(segs):
                 t0 = time.perf_counter()
-                p_new, b_new, o_new, m = chunk_fn(p, b, o, nxt, lr_of(s0, n))
+                p_new, b_new, o_new, m = chunk_fn(p, b, o, nxt, lr_of(s0, n), batch)
                 if idx + 1 < len(segs):  # build the next batches while the chunk runs
                     s1, n1 = segs[idx + 1]
-                    nxt = mixture.batches(s1, n1, batch)
+                    nxt = mixture.batches(s1, n1, batch, my_rows)
                 m = jax.device_get(m)
                 dt = time.perf_counter() - t0
                 if state["warm"]:

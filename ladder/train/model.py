@@ -1,9 +1,11 @@
 """Decoder-only transformer (Flax NNX): RMSNorm, RoPE, SwiGLU, causal attention, optional QK-norm,
 tied or untied embeddings, dense or MoE MLPs, cross-entropy with an optional z-loss.
 
-Attention is written by hand (einsum + a precomputed causal mask, block-causal): on CPU it beat
-``jax.nn.dot_product_attention`` by a wide margin for these small heads. Embedding lookup and the
-target logit use one-hot matmuls: their gradients are matmuls instead of CPU scatter-adds.
+On CPU, attention is written by hand (einsum + a precomputed causal mask, block-causal): it beat
+``jax.nn.dot_product_attention`` by a wide margin for these small heads; embedding lookup and the
+target logit use one-hot matmuls: their gradients are matmuls instead of CPU scatter-adds. On other
+backends attention is ``jax.nn.dot_product_attention`` (cuDNN flash attention on a GPU in bfloat16),
+the embedding a gather and the target logit ``take_along_axis`` (:func:`onehot_paths`).
 
 The trainer works on *flat* parameter dicts (``"layers.0.attn.wqkv" -> array``) so optax masks,
 LR groups and orbax checkpoints see plain names; :class:`Functional` converts between the flat dicts
@@ -22,10 +24,22 @@ import numpy as np
 from flax import nnx
 
 from ladder.spec import ModelSpec
-from ladder.train import init, precision
+from ladder.train import axes, init, precision
 from ladder.train.moe import MoE, RouterBias
 
-ONEHOT_EMBED = True
+def onehot_paths() -> bool:
+    """One-hot embedding and target logit on CPU, where their matmul gradients beat a scatter-add; a gather
+    and ``take_along_axis`` elsewhere: at vocab 128k the one-hot (B, T, V) arrays would dominate memory."""
+    return jax.default_backend() == "cpu"
+
+
+def attention_implementation(compute_dtype: str) -> str:
+    """``einsum``: the block-causal einsum attention, fastest on CPU for these small heads; otherwise
+    ``jax.nn.dot_product_attention``, with cuDNN's flash attention on a GPU in bfloat16."""
+    backend = jax.default_backend()
+    if backend == "cpu":
+        return "einsum"
+    return "cudnn" if backend == "gpu" and compute_dtype == "bfloat16" else "xla"
 
 
 class RMSNorm(nnx.Module):
@@ -78,6 +92,16 @@ def causal_attention(q, k, v, block: int | None = None):
     return outs[0] if nb == 1 else jnp.concatenate(outs, axis=2)
 
 
+def fused_attention(q_BxHxTxE, k_BxKxTxE, v_BxKxTxE, implementation: str, compute_dtype: str):
+    """Causal ``jax.nn.dot_product_attention`` of heads-major q and (grouped: K of them) k, v -> (B, T, H, E).
+    cuDNN takes bfloat16 operands; the output comes back in float32."""
+    dtype = jnp.bfloat16 if implementation == "cudnn" else q_BxHxTxE.dtype
+    q, k, v = (a.transpose(0, 2, 1, 3).astype(dtype) for a in (q_BxHxTxE, k_BxKxTxE, v_BxKxTxE))
+    out = jax.nn.dot_product_attention(q, k, v, is_causal=True,
+                                       implementation=None if implementation == "xla" else implementation)
+    return out.astype(jnp.float32)
+
+
 class Attention(nnx.Module):
     def __init__(self, spec: ModelSpec, *, rngs: init.HostInit):
         d = spec.d_model
@@ -105,11 +129,15 @@ class Attention(nnx.Module):
         else:  # the 2-D products the bfloat16 kernels take, then heads-major
             q, k, v = (precision.dot(x, w[:, lo:hi], self.compute_dtype).reshape(b, t, n, dh)
                        .transpose(0, 2, 1, 3) for lo, hi, n in parts)
-        if self.n_kv < h:
-            k, v = jnp.repeat(k, h // self.n_kv, axis=1), jnp.repeat(v, h // self.n_kv, axis=1)
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        impl = attention_implementation(self.compute_dtype)
+        if impl != "einsum":  # grouped K, V heads go in as they are
+            out = fused_attention(q, k, v, impl, self.compute_dtype).reshape(b, t, d)
+            return precision.dot(out, self.wo[...], self.compute_dtype)
+        if self.n_kv < h:
+            k, v = jnp.repeat(k, h // self.n_kv, axis=1), jnp.repeat(v, h // self.n_kv, axis=1)
         out = causal_attention(q, k, v)
         if self.compute_dtype == "float32":
             return jnp.einsum("bhte,hed->btd", out, self.wo[...].reshape(h, dh, d))
@@ -147,9 +175,17 @@ class Block(nnx.Module):
         return x + self.mlp(self.mlp_norm(x)), None
 
 
+REMAT_POLICIES = {
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,  # keep matmul outputs, recompute the rest
+    "full": jax.checkpoint_policies.nothing_saveable,  # keep only each block's input
+}
+
+
 class Transformer(nnx.Module):
-    def __init__(self, spec: ModelSpec, *, rngs: init.HostInit, dispatch: str = "capacity", group_size: int = 0):
+    def __init__(self, spec: ModelSpec, *, rngs: init.HostInit, dispatch: str = "capacity", group_size: int = 0,
+                 remat: str = "none"):
         self.spec = spec
+        self.remat = remat
         self.embed = nnx.Param(rngs.normal((spec.vocab, spec.d_model)))
         self.layers = nnx.List(
             [Block(spec, rngs=rngs, dispatch=dispatch, group_size=group_size) for _ in range(spec.n_layers)]
@@ -162,14 +198,24 @@ class Transformer(nnx.Module):
         """tokens (B, T) int -> (logits (B, T, V), per-layer MoE stats list or [])."""
         t = tokens.shape[1]
         cos, sin = rope_tables(t, self.spec.head_dim)
-        if ONEHOT_EMBED:
+        if onehot_paths():
             # one-hot matmul: its backward is a matmul too, far cheaper on CPU than a scatter-add
             x = jax.nn.one_hot(tokens, self.spec.vocab, dtype=jnp.float32) @ self.embed[...]
         else:
             x = self.embed[...][tokens]
+        x = axes.constrain(x, axes.BATCH_ACT)
         stats = []
         for layer in self.layers:
-            x, s = layer(x, cos, sin)
+            if self.remat in REMAT_POLICIES:
+                graphdef, state = nnx.split(layer)
+
+                def block(state, x, graphdef=graphdef):
+                    return nnx.merge(graphdef, state)(x, cos, sin)
+
+                x, s = jax.checkpoint(block, policy=REMAT_POLICIES[self.remat])(state, x)
+            else:
+                x, s = layer(x, cos, sin)
+            x = axes.constrain(x, axes.BATCH_ACT)
             if s is not None:
                 stats.append(s)
         x = self.final_norm(x)
@@ -217,8 +263,12 @@ class Functional:
         return self.merge(params, bias)(tokens)
 
 
-def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size: int = 0) -> Functional:
-    model = Transformer(spec, rngs=init.HostInit(seed), dispatch=dispatch, group_size=group_size)
+def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size: int = 0,
+          host: bool = False, remat: str = "none") -> Functional:
+    """``host``: the parameters stay numpy arrays on the host (to be placed shard by shard). ``remat``: what
+    each block's backward recomputes (``ladder.spec.Resources.remat``)."""
+    model = Transformer(spec, rngs=init.HostInit(seed, host=host), dispatch=dispatch, group_size=group_size,
+                        remat=remat)
     graphdef, p_state, b_state = nnx.split(model, nnx.Param, RouterBias)
     p_leaves, p_def = jax.tree_util.tree_flatten_with_path(p_state)
     b_leaves, b_def = jax.tree_util.tree_flatten_with_path(b_state)
@@ -239,7 +289,7 @@ def build(spec: ModelSpec, seed: int, *, dispatch: str = "capacity", group_size:
 def cross_entropy(logits, targets, weights=None):
     """Mean token cross-entropy (nats) and mean squared log-partition (for the z-loss)."""
     lse = jax.nn.logsumexp(logits, axis=-1)
-    if ONEHOT_EMBED:
+    if onehot_paths():
         true = jnp.sum(logits * jax.nn.one_hot(targets, logits.shape[-1], dtype=logits.dtype), axis=-1)
     else:
         true = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]

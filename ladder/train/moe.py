@@ -151,6 +151,27 @@ def dispatch_dense(x, idx, gates, w13, w2, n_experts: int):
     return jnp.einsum("gse,gesd->gsd", dense_gates, ye), jnp.float32(1.0)
 
 
+def dispatch_ragged(x, idx, gates, w13, w2, n_experts: int, compute_dtype: str = "float32"):
+    """Dropless: every choice computed by its expert, with no capacity and no (G, E, S, d) broadcast.
+
+    The (token, choice) pairs are sorted by expert and run through ``jax.lax.ragged_dot`` (one product per
+    expert over its contiguous run of rows): memory (G*S*k, d) whatever the number of experts.
+    """
+    g, s, d = x.shape
+    k = idx.shape[-1]
+    expert_Nk = idx.reshape(-1)
+    order = jnp.argsort(expert_Nk, stable=True)
+    sizes = jnp.bincount(expert_Nk, length=n_experts).astype(jnp.int32)
+    dtype = jnp.float32 if compute_dtype == "float32" else jnp.bfloat16
+    xs = x.reshape(g * s, d)[order // k].astype(dtype)
+    h = jax.lax.ragged_dot(xs, w13.astype(dtype), sizes, preferred_element_type=jnp.float32)
+    a, b = jnp.split(h, 2, axis=-1)
+    ys = jax.lax.ragged_dot((jax.nn.silu(a) * b).astype(dtype), w2.astype(dtype), sizes,
+                            preferred_element_type=jnp.float32)
+    y_choice = jnp.zeros_like(ys).at[order].set(ys).reshape(g, s, k, -1)
+    return jnp.sum(y_choice * gates[..., None], axis=2), jnp.float32(1.0)
+
+
 class MoE(nnx.Module):
     def __init__(self, spec: ModelSpec, *, rngs: HostInit, dispatch: str = "capacity", group_size: int = 0):
         d, e, f = spec.d_model, spec.n_experts, spec.expert_d_ff
@@ -189,6 +210,8 @@ class MoE(nnx.Module):
         idx_g, gates_g = idx.reshape(-1, group, k), gates.reshape(-1, group, k)
         if self.dispatch == "dense":
             y, kept = dispatch_dense(xg, idx_g, gates_g, self.w13[...], self.w2[...], e)
+        elif self.dispatch == "ragged":
+            y, kept = dispatch_ragged(xg, idx_g, gates_g, self.w13[...], self.w2[...], e, self.compute_dtype)
         else:
             cap = capacity(group, e, k, self.capacity_factor)
             y, kept = dispatch_capacity(xg, idx_g, gates_g, self.w13[...], self.w2[...], e, cap, self.compute_dtype)

@@ -8,6 +8,7 @@ import math
 import os
 from pathlib import Path
 
+import jax
 import numpy as np
 
 from ladder.executor.hashing import config_diff, format_diff, hashed_config
@@ -80,6 +81,8 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         "lr": rung.lr,
         "devices": layout.n if layout is not None else 1,
         "parallel": layout.mode if layout is not None else "single",
+        "processes": int(jax.process_count()),
+        "microbatches": int(rung.resources.microbatches),
         "branches": branch_rows,
     }
     if failed_step is not None:

@@ -1,12 +1,13 @@
-"""Data parallelism over the local devices of a node, through jax.sharding.
+"""Data, FSDP and expert parallelism over the devices of a run, through jax.sharding.
 
-A run spans ``resources.devices`` local devices (0: the most that divide its batch) as a one-axis :class:`Mesh` named
-``"data"``. Every batch is split along its batch dimension. Parameters, router bias and optimizer
-state are either replicated on every device (``resources.parallel = "replicated"``) or FSDP-sharded
-(``"fsdp"``): a leaf of at least :data:`FSDP_MIN_SIZE` elements is split along its largest dimension
-that the device count divides, anything smaller or indivisible stays replicated. The jitted step
-is given these shardings as ``in_shardings``/``out_shardings`` and XLA's SPMD partitioner inserts
-the collectives (gradient all-reduce; for FSDP, all-gathers of weights and reduce-scatters of
+A run spans ``resources.devices`` local devices per process (0: the most that divide its batch) times
+``resources.processes`` processes, as a (data, fsdp, expert) :class:`Mesh` (:mod:`ladder.train.axes`).
+Every batch is split along its batch dimension over all three axes. Parameters, router bias and optimizer
+state are replicated (``resources.parallel = "replicated"``: the devices lie along ``data``) or FSDP-sharded
+(``"fsdp"``: along ``fsdp``, each leaf split along its "embed" dimension), and a MoE's experts split over
+``resources.expert_parallel`` devices; each leaf's sharding comes from its logical axes and the rules.
+The jitted step is given these shardings as ``in_shardings``/``out_shardings`` and XLA's SPMD partitioner
+inserts the collectives (gradient all-reduce; for FSDP, all-gathers of weights and reduce-scatters of
 gradients), so the model code is the same on one CPU, a GPU node or a TPU host.
 
 On one device :func:`plan` returns None and the trainer takes its single-device path untouched, so
@@ -15,7 +16,7 @@ one-device numerics stay bit-identical to a trainer without this module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -24,21 +25,9 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ladder.spec import RungSpec, SpecError
+from ladder.train import axes
 
-DATA = "data"
-# Below this many elements a leaf costs less to replicate than to gather on every use.
-FSDP_MIN_SIZE = 1024
-
-
-def fsdp_spec(shape: tuple[int, ...], n: int, min_size: int = FSDP_MIN_SIZE) -> P:
-    """PartitionSpec sharding ``shape`` over ``n`` devices along its largest divisible dimension."""
-    if n <= 1 or int(np.prod(shape, dtype=np.int64)) < min_size:
-        return P()
-    dims = [i for i, size in enumerate(shape) if size % n == 0 and size >= n]
-    if not dims:
-        return P()
-    best = max(dims, key=lambda i: (shape[i], -i))
-    return P(*[DATA if i == best else None for i in range(len(shape))])
+DATA = axes.DATA
 
 
 @dataclass(frozen=True)
@@ -53,28 +42,81 @@ class Layout:
     batches: NamedSharding  # a chunk of batches (steps, batch, seq + 1): split along batch
     rows: NamedSharding  # one batch of rows (batch, ...): split along batch
     replicated: NamedSharding
+    rule: dict = field(default_factory=dict)  # logical axis -> mesh axes (ladder.train.axes.rules)
 
     @property
     def n(self) -> int:
         return int(self.mesh.size)
 
     def place(self, params: dict, bias: dict, opt_state) -> tuple[dict, dict, Any]:
+        """Put host (or single-device) state onto the mesh; each device receives only its shards."""
         return (
-            {k: jax.device_put(v, self.params[k]) for k, v in params.items()},
-            {k: jax.device_put(v, self.bias[k]) for k, v in bias.items()},
-            jax.tree.map(jax.device_put, opt_state, self.opt),
+            {k: _put(v, self.params[k]) for k, v in params.items()},
+            {k: _put(v, self.bias[k]) for k, v in bias.items()},
+            jax.tree.map(_put, opt_state, self.opt),
         )
+
+    def init(self, params: dict, bias: dict, opt) -> tuple[dict, dict, Any]:
+        """The initial state on the mesh from host (numpy) parameters: each device receives only its
+        shards of them, and the optimizer state is made by a program jitted with ``out_shardings``, so no
+        device ever holds the whole state."""
+        p, b = ({k: _put(v, shard[k]) for k, v in tree.items()} for tree, shard in ((params, self.params),
+                                                                                    (bias, self.bias)))
+        o = jax.jit(opt.init, in_shardings=(self.params,), out_shardings=self.opt)(p)
+        return p, b, o
+
+    @property
+    def multiprocess(self) -> bool:
+        return jax.process_count() > 1
+
+    def process_rows(self, batch: int) -> slice:
+        """The rows of a ``batch``-row batch that this process's devices hold (all of them in one process)."""
+        if not self.multiprocess:
+            return slice(0, batch)
+        index = self.rows.addressable_devices_indices_map((batch,)).values()
+        starts = [i[0].start or 0 for i in index]
+        stops = [batch if i[0].stop is None else i[0].stop for i in index]
+        return slice(min(starts), max(stops))
+
+    def global_batches(self, local_KxbxL: np.ndarray, batch: int):
+        """A chunk of batches from this process's rows of each (numpy in one process: jit places it)."""
+        if not self.multiprocess:
+            return local_KxbxL
+        shape = (local_KxbxL.shape[0], batch, *local_KxbxL.shape[2:])
+        return jax.make_array_from_process_local_data(self.batches, local_KxbxL, shape)
+
+    def global_rows(self, rows_BxX: np.ndarray):
+        """Rows every process holds whole (eval windows) as a global array of which each process gives its own."""
+        if not self.multiprocess:
+            return rows_BxX
+        mine = rows_BxX[self.process_rows(rows_BxX.shape[0])]
+        return jax.make_array_from_process_local_data(self.rows, mine, rows_BxX.shape)
+
+    def _traced(self, fn):
+        def under_mesh(*args):
+            with axes.active(self.mesh, self.rule):
+                return fn(*args)
+        return under_mesh
 
     def jit_chunk(self, fn):
         """``fn(params, bias, opt_state, batches, lrs, n) -> (params, bias, opt_state, metrics)`` on the mesh."""
         state = (self.params, self.bias, self.opt)
-        return jax.jit(fn, in_shardings=(*state, self.batches, self.replicated, self.replicated),
+        return jax.jit(self._traced(fn), in_shardings=(*state, self.batches, self.replicated, self.replicated),
                        out_shardings=(*state, self.replicated))
 
     def jit_eval(self, fn):
         """``fn(params, bias, windows, weights) -> scalars`` on the mesh."""
-        return jax.jit(fn, in_shardings=(self.params, self.bias, self.rows, self.rows),
+        return jax.jit(self._traced(fn), in_shardings=(self.params, self.bias, self.rows, self.rows),
                        out_shardings=self.replicated)
+
+
+def _put(value, sharding: NamedSharding) -> jax.Array:
+    """``value`` (host or device) as a global array of ``sharding``: each process builds only the shards of
+    its own devices, from the same host value (every process draws the same initial state)."""
+    if isinstance(value, jax.Array) and jax.process_count() == 1:
+        return jax.device_put(value, sharding)
+    host = np.asarray(value)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
 def device_count(rung: RungSpec) -> int:
@@ -98,19 +140,32 @@ def device_count(rung: RungSpec) -> int:
 
 
 def plan(rung: RungSpec, params: dict, bias: dict, opt_state) -> Layout | None:
-    """The layout of ``rung``'s train state on its devices, or None when it runs on one device."""
-    n = device_count(rung)
+    """The layout of ``rung``'s train state on its devices, or None when it runs on one device.
+
+    ``opt_state`` may be abstract (``jax.eval_shape(opt.init, params)``): only shapes are read. Every
+    leaf's sharding comes from its logical axes (:mod:`ladder.train.axes`) and the mode's rules.
+    """
+    local = device_count(rung)
+    n = local * jax.process_count()
     if n == 1:
         return None
     mode = rung.resources.parallel
-    mesh = Mesh(np.array(jax.local_devices()[:n]), (DATA,))
+    devices = jax.devices()[:n] if jax.process_count() > 1 else jax.local_devices()[:n]
+    expert = rung.resources.expert_parallel if rung.model.is_moe else 1
+    if n % expert:
+        raise SpecError([f"{rung.name}.resources.expert_parallel: {expert} does not divide the run's {n} devices; "
+                         "set it to a divisor of them"])
+    mesh = axes.make_mesh(devices, mode, expert)
+    rule = axes.rules(mode)
+    mesh_shape = dict(mesh.shape)
     replicated = NamedSharding(mesh, P())
 
-    def sharding(x) -> NamedSharding:
-        return NamedSharding(mesh, fsdp_spec(np.shape(x), n)) if mode == "fsdp" else replicated
+    def sharding(name: str, x) -> NamedSharding:
+        shape = tuple(np.shape(x))
+        return NamedSharding(mesh, axes.spec_for(shape, axes.param_axes(name, len(shape)), rule, mesh_shape))
 
-    p_sh = {k: sharding(v) for k, v in params.items()}
-    b_sh = {k: sharding(v) for k, v in bias.items()}
+    p_sh = {k: sharding(k, v) for k, v in params.items()}
+    b_sh = {k: sharding(k, v) for k, v in bias.items()}
 
     def opt_sharding(path, leaf) -> NamedSharding:
         # Adam's moments are dicts keyed by parameter name: they follow their parameter's sharding.
@@ -121,6 +176,7 @@ def plan(rung: RungSpec, params: dict, bias: dict, opt_state) -> Layout | None:
         return replicated
 
     o_sh = jax.tree_util.tree_map_with_path(opt_sharding, opt_state)
+    batch = axes.spec_for((rung.batch_size,), ("batch",), rule, mesh_shape, min_size=0)
     return Layout(mesh=mesh, mode=mode, params=p_sh, bias=b_sh, opt=o_sh,
-                  batches=NamedSharding(mesh, P(None, DATA)), rows=NamedSharding(mesh, P(DATA)),
-                  replicated=replicated)
+                  batches=NamedSharding(mesh, P(None, *batch)), rows=NamedSharding(mesh, batch),
+                  replicated=replicated, rule=rule)

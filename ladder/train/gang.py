@@ -1,0 +1,126 @@
+"""A run over several JAX processes (``resources.processes`` > 1): one gang of Ray actors.
+
+The gang is a Ray placement group of one bundle per process (``cpus``/``gpus`` of the run split evenly;
+strategy PACK, so it spreads over as many nodes as it needs and no more) with one actor in each bundle.
+The first actor picks the coordinator address; every actor calls ``jax.distributed.initialize`` with it
+(CPU collectives through gloo) and trains the same rung: one global mesh over every process's devices,
+each process loading only its rows of every batch (``Layout.global_batches``) and writing its own shards
+of each orbax checkpoint into the first's folder. Only the first's outputs (metrics, evals, result.json)
+are the run's; the others keep theirs under ``gang/process-<i>``.
+
+Why not Ray Train's ``JaxTrainer`` (Ray 2.60): its backend calls ``jax.distributed.initialize`` only for
+TPUs and GPUs, so a CPU gang (the tests', and any CPU cluster) would start as independent processes, and
+it brings its own run storage, checkpoint and restart machinery beside the executor's and orbax's. A
+placement group of actors is the Ray primitive it is built on, with nothing else to reconcile.
+
+A member that dies (its process killed, its node lost) fails its actor call: the gang is torn down
+whole (every actor killed, the placement group removed) and started again, up to ``max_retries`` times;
+the new gang resumes from the newest checkpoint like any resumed run. An error raised by the training
+itself (bad input, divergence) is not retried: the gang is torn down and the error raised.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ladder.spec import RungSpec, to_dict
+
+GANG_DIR = "gang"
+
+
+def member_env(rung: RungSpec) -> dict[str, str]:
+    """Environment of each member's process: its share of host devices; CPU JAX when it has no GPU."""
+    from ladder.train.hostdevices import worker_env
+
+    env = dict(worker_env(rung.resources))
+    if rung.resources.gpus <= 0:
+        env.setdefault("JAX_PLATFORMS", "cpu")
+    return env
+
+
+class Member:
+    """One process of the gang (a Ray actor)."""
+
+    def where(self) -> tuple[int, str]:
+        """(process id, Ray node id) of this member."""
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    def coordinator(self) -> str:
+        import socket
+
+        import ray
+
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        return f"{ray.util.get_node_ip_address()}:{port}"
+
+    def train(self, coordinator: str, processes: int, index: int, rung: dict, data: dict, out_dir: str,
+              max_steps: int | None = None) -> dict:
+        import jax
+
+        if os.environ.get("JAX_PLATFORMS", "") == "cpu":
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=processes, process_id=index)
+        from ladder.train import compile_cache, train
+
+        out = Path(out_dir)
+        mine = out if index == 0 else out / GANG_DIR / f"process-{index}"
+        compile_cache.enable(str(mine))
+        return train(rung, data, mine, checkpoint_dir=out / "checkpoints", max_steps=max_steps)
+
+
+def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
+               on_start: Callable[[list], None] | None = None) -> dict:
+    """Train ``rung`` as a gang of ``rung.resources.processes`` JAX processes on the connected Ray cluster;
+    result.json's dict (the first process's). ``on_start(actors)`` is called with each gang started."""
+    import ray
+
+    if not ray.is_initialized():  # `ladder train` of a gang: the cluster of RAY_ADDRESS, else a local one
+        ray.init(address=os.environ.get("RAY_ADDRESS") or "local", include_dashboard=False, logging_level="WARNING")
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    res = rung.resources
+    n = int(res.processes)
+    bundle = {"CPU": float(res.cpus) / n}
+    if res.gpus > 0:
+        bundle["GPU"] = float(res.gpus) / n
+    rung_d, data_d = to_dict(rung), to_dict(data)
+    out = str(Path(out_dir).absolute())
+    member_cls = ray.remote(Member)
+    attempts = int(res.max_retries) + 1
+    for attempt in range(attempts):
+        pg = placement_group([dict(bundle) for _ in range(n)], strategy="PACK")
+        ray.get(pg.ready())
+        actors = [member_cls.options(
+            num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), max_restarts=0,
+            runtime_env={"env_vars": member_env(rung)},
+            scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i),
+        ).remote() for i in range(n)]
+        try:
+            coordinator = ray.get(actors[0].coordinator.remote())
+            if on_start is not None:
+                on_start(actors)
+            calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps) for i, a in enumerate(actors)]
+            pending = list(calls)
+            while pending:  # the first member to fail ends the gang: the others would wait in a collective
+                done, pending = ray.wait(pending, num_returns=1)
+                ray.get(done[0])
+            return ray.get(calls[0])
+        except (ActorDiedError, ActorUnavailableError, RayActorError) as exc:
+            if attempt + 1 >= attempts:
+                raise RuntimeError(f"{rung.name}: a member of its gang of {n} processes died {attempts} times; "
+                                   f"the last: {type(exc).__name__}") from exc
+            print(f"[ladder.train] {rung.name}: a member of its gang died ({type(exc).__name__}); restarting the "
+                  f"gang of {n} from its newest checkpoint", flush=True)
+        finally:
+            for a in actors:
+                ray.kill(a, no_restart=True)
+            remove_placement_group(pg)
+    raise AssertionError("unreachable")
