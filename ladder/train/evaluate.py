@@ -47,7 +47,7 @@ def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt
                 s_nll += float(a)
                 s_cnt += float(c)
             loss = s_nll / max(s_cnt, 1.0)
-            n_bytes = mixture.tokenizer.n_bytes(windows[:n, 1:])
+            n_bytes = mixture.eval_bytes(i, eval_tokens)
             bpb = s_nll / math.log(2) / max(n_bytes, 1)
             row[f"eval_loss/{dom.name}"] = loss
             row[f"bpb/{dom.name}"] = bpb

@@ -37,7 +37,7 @@ from ladder.layout import write_json_atomic
 from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_from_dict, to_dict
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
-from ladder.train.data import Mixture
+from ladder.train.data import open_mixture
 from ladder.train.evaluate import eval_model, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
@@ -83,6 +83,7 @@ def train(
     steps_per_call: int | None = None,
     dispatch: str = "capacity",
     should_stop: Callable[[], bool] | None = None,
+    shard_dirs: Mapping[str, str] | None = None,
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
@@ -129,7 +130,10 @@ def train(
         tokens_per_step = batch * seq
         fpt = mspec.flops_per_token(seq)
 
-        mixture = Mixture(data, seq, seed)
+        mixture = open_mixture(data, seq, seed, shard_dirs)
+        if getattr(mixture, "vocab_size", 0) > mspec.vocab:
+            raise ValueError(f"{rung.name}.model.vocab: {mspec.vocab} is smaller than its tokenizer's "
+                             f"{mixture.vocab_size} tokens; raise vocab or leave it at the default")
         fm = build(mspec, seed, dispatch=dispatch)
         opt = optim_lib.make_optimizer(rung.optim, fm.params)
         mults = optim_lib.lr_multipliers(fm.param_names, rung.optim)

@@ -81,6 +81,8 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         "devices": layout.n if layout is not None else 1,
         "parallel": layout.mode if layout is not None else "single",
         "branches": branch_rows,
+        # passes over each domain's training text: rungs that differ here see differently repeated data
+        "epochs_by_domain": mixture.epochs_seen(done_step, rung.batch_size),
     }
     if failed_step is not None:
         res["failed_step"] = failed_step
