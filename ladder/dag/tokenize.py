@@ -145,7 +145,7 @@ def write_shard(out_dir: str, index: int, docs: list[tuple[str, str]], tokenizer
         lengths = np.array([ids.size + 1 for ids, _ in parts], dtype=np.int64)
         tokens = np.empty(int(lengths.sum()), dtype)
         nbytes = np.zeros(tokens.size, np.uint16)  # the end-of-text token stands for no text
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        starts = np.cumsum(lengths) - lengths
         for (ids, counts), start in zip(parts, starts, strict=True):
             tokens[start : start + ids.size] = ids
             tokens[start + ids.size] = tok.eot

@@ -15,12 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ladder.spec import DataSpec
+from ladder.train.data import DataError
 from ladder.train.sampling import Sampler
 from ladder.train.shards import Split, open_split
-
-
-class DataError(ValueError):
-    """Token shards that cannot serve a run; the message names the domain and the fix."""
 
 
 @dataclass
