@@ -267,3 +267,32 @@ def tokenize_step(config: dict, ctx) -> dict:
     trained = ctx.dep_path(bpe.STEP, bpe.FILE) if bpe.STEP in ctx.dep_dirs else None
     return tokenize(config, ctx.out_dir, trained=trained, progress=ctx.progress,
                     should_stop=lambda: ctx.stop_requested)
+
+
+def plan_rows(spec, entries) -> list[dict]:
+    """The tokenize stage as `ladder plan` lists it: each source, its size, and once tokenized its shards."""
+    import fsspec
+
+    steps = {s.name: s for s in tokenize_steps(spec)}
+    rows = []
+    for e in entries:
+        if e.name not in steps or not e.name.startswith(PREFIX):
+            continue
+        row = {"step": e.name, "source": steps[e.name].config["source"], "about": steps[e.name].description}
+        fs, root = fsspec.core.url_to_fs(e.path)
+        manifest = read_json(fs, f"{root.rstrip('/')}/{MANIFEST}")
+        if manifest is not None:
+            totals = manifest["totals"]
+            row.update(shards=len(manifest["shards"]), train_tokens=totals["train"]["tokens"],
+                       heldout_tokens=totals["heldout"]["tokens"], text_bytes=totals["train"]["bytes"] + totals["heldout"]["bytes"])
+        rows.append(row)
+    return rows
+
+
+def plan_lines(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        done = (f"{r['shards']} shards, {r['train_tokens']:.3g} train + {r['heldout_tokens']:.3g} held-out tokens "
+                f"from {r['text_bytes'] / 1e6:.1f} MB of text" if "shards" in r else "not tokenized yet")
+        out.append(f"{r['step']}: {r['about']}; {done}")
+    return out

@@ -214,7 +214,7 @@ def train(
         def wall() -> float:
             return wall_offset + time.perf_counter() - t_start
 
-        run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt)
+        run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt, devices=layout.n if layout is not None else 1)
 
         def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):
             """Run steps first..end-1; on_rows(list of per-step metric dicts) after each chunk.
