@@ -1,10 +1,13 @@
 """Hugging Face ``tokenizers`` tokenizers: a user's ``tokenizer.json`` (path or fsspec URL) and the
 byte-level BPE a ladder trains on its own training split (``data.tokenizer = "bpe:<vocab>"``).
 
-Bits per byte needs each token's UTF-8 byte count. It comes from the encoding's character offsets:
-a token covers the bytes of its span not already covered by an earlier token (byte-level BPE can split
-one multi-byte character over two tokens that report the same span), so the counts of a document sum
-to its UTF-8 length whatever the tokenizer.
+Bits per byte needs each token's UTF-8 byte count. For a byte-level BPE it is the token's length (one
+character of its alphabet per byte), looked up by id; for any other tokenizer it comes from the encoding's
+character offsets:
+a token covers the bytes up to its span's end not already covered by an earlier token (byte-level BPE can
+split one multi-byte character over two tokens that report the same span; text a pre-tokenizer dropped
+counts for the next token, the tail for the last), so the counts of a document sum to its UTF-8 length
+whatever the tokenizer.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class HFTokenizer:
             raise TokenizerFileError(f"data.tokenizer: {name} has no end-of-text token (one of {', '.join(EOT_NAMES)}); "
                                      "add one as a special token so documents can be separated")
         self.eot = int(found[0])
+        self.byte_table = _byte_level_table(raw, vocab, self.vocab_size)
 
     @classmethod
     def load(cls, location: str) -> HFTokenizer:
@@ -71,7 +75,8 @@ class HFTokenizer:
         out = []
         for text, enc in zip(texts, self.tok.encode_batch(texts, add_special_tokens=False), strict=True):
             ids = np.asarray(enc.ids, dtype=np.int64)
-            out.append((ids, _byte_counts(text, enc.offsets)))
+            counts = self.byte_table[ids] if self.byte_table is not None else _byte_counts(text, enc.offsets)
+            out.append((ids, counts))
         return out
 
     def decode(self, ids) -> str:
@@ -79,6 +84,23 @@ class HFTokenizer:
 
     def n_bytes(self, ids: np.ndarray) -> int:
         return len(self.decode(ids).encode("utf-8"))
+
+
+def _byte_level_table(raw: bytes, vocab: dict[str, int], size: int) -> np.ndarray | None:
+    """Each token's byte count by id, for a byte-level BPE without a normalizer (each character of a token
+    stands for one byte, so the count is a lookup); None for any other tokenizer (counted from offsets)."""
+    import json
+
+    spec = json.loads(raw)
+    if (spec.get("normalizer") is not None or (spec.get("decoder") or {}).get("type") != "ByteLevel"
+            or (spec.get("model") or {}).get("type") != "BPE"):
+        return None
+    table = np.zeros(size, np.uint16)
+    special = {t["content"] for t in spec.get("added_tokens") or [] if t.get("special")}
+    for token, i in vocab.items():
+        if i < size and token not in special:
+            table[i] = len(token)
+    return table
 
 
 def _byte_counts(text: str, offsets: list[tuple[int, int]]) -> np.ndarray:
@@ -93,7 +115,10 @@ def _byte_counts(text: str, offsets: list[tuple[int, int]]) -> np.ndarray:
     ends = span[:, 1] if char_to_byte is None else char_to_byte[span[:, 1]]
     covered = np.maximum.accumulate(ends)
     before = np.concatenate([[0], covered[:-1]])
-    return np.minimum(np.maximum(covered - before, 0), np.iinfo(np.uint16).max).astype(np.uint16)
+    counts = covered - before
+    # text no token covers (whitespace a pre-tokenizer dropped) counts for the token after it, the tail for the last
+    counts[-1] += (len(text.encode("utf-8", errors="replace")) if char_to_byte is None else char_to_byte[-1]) - covered[-1]
+    return np.minimum(np.maximum(counts, 0), np.iinfo(np.uint16).max).astype(np.uint16)
 
 
 def train_bpe(texts: Iterable[str], vocab: int) -> str:

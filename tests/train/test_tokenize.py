@@ -201,3 +201,21 @@ def test_a_vocab_smaller_than_the_tokenizer_is_refused(corpus, tmp_path):
     with pytest.raises(ValueError, match=r"model\.vocab: 300 is smaller than its tokenizer's"):
         train(rung_small, _data(corpus), tmp_path / "run", shard_dirs={"docs": corpus["shards"]})
     assert not os.path.exists(tmp_path / "run" / "result.json")
+
+
+def test_byte_counts_sum_to_the_text_for_any_tokenizer(tmp_path):
+    """A byte-level BPE counts by lookup; a tokenizer whose pre-tokenizer drops whitespace by its offsets."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    texts = ["héllo wörld — ok 東京 naïve  ", "def f(x):\n    return x ** 2\n", "  spaces   and\ttabs\r\n"]
+    words = Tokenizer(models.BPE(unk_token="[UNK]"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    words.train_from_iterator(texts * 5, trainers.BpeTrainer(vocab_size=200, special_tokens=["[UNK]", "</s>"],
+                                                             show_progress=False))
+    (tmp_path / "words.json").write_text(words.to_str())
+    (tmp_path / "bpe.json").write_text(train_bpe(iter(texts * 5), 300))
+    for name, table in (("words.json", False), ("bpe.json", True)):
+        tok = HFTokenizer.load(str(tmp_path / name))
+        assert (tok.byte_table is not None) == table
+        for text, (ids, counts) in zip(texts, tok.encode_batch(texts), strict=True):
+            assert ids.size == counts.size and counts.sum() == len(text.encode("utf-8")), (name, text)
