@@ -59,6 +59,17 @@ def follow_tokenizer(spec: LadderSpec) -> LadderSpec:
     rungs = tuple(fix(r, f"rungs[{i}]") for i, r in enumerate(spec.rungs))
     hero = fix(spec.hero, "hero") if spec.hero is not None else None
     targets = tuple(fix(t, f"targets[{i}]") for i, t in enumerate(spec.targets))
+    isoflop = spec.isoflop
+    if isoflop is not None:  # the models an IsoFLOP stage places its runs from
+        family = tuple(fix(_Holder(m), f"isoflop.family[{i}]").model for i, m in enumerate(isoflop.family))
+        isoflop = dataclasses.replace(isoflop, family=family)
     if problems:
         raise SpecError(problems)
-    return dataclasses.replace(spec, rungs=rungs, hero=hero, targets=targets)
+    return dataclasses.replace(spec, rungs=rungs, hero=hero, targets=targets, isoflop=isoflop)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Holder:
+    """A bare model in the shape ``fix`` takes (a run with a ``model``)."""
+
+    model: ModelSpec
