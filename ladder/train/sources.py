@@ -34,6 +34,17 @@ def _fs(source: str):
     return fs, path
 
 
+def can_read(source: str) -> bool:
+    """Whether this process has the fsspec filesystem for the source's scheme (local paths always)."""
+    if not is_url(source):
+        return True
+    try:
+        _fs(source)
+    except SourceError:
+        return False
+    return True
+
+
 def list_files(source: str) -> tuple[object, list[tuple[str, str]]]:
     """(filesystem, [(path, name relative to the source)]) of a file or folder, sorted; hidden files left out."""
     fs, root = _fs(source)

@@ -15,7 +15,7 @@ from ladder.spec import DataSpec, DomainSpec
 from ladder.train.data import open_mixture
 from ladder.train.digest import source_digest
 from ladder.train.hf_tokenizer import train_bpe
-from ladder.train.sources import SourceError, check
+from ladder.train.sources import SourceError, can_read, check
 
 
 @pytest.fixture
@@ -67,3 +67,4 @@ def test_an_unreadable_url_is_one_clear_error(s3_bucket):
         check(f"{s3_bucket}/nothing-here")
     with pytest.raises(SourceError, match="no filesystem"):
         check("nosuchscheme://bucket/corpus")
+    assert not can_read("nosuchscheme://bucket/corpus") and can_read(f"{s3_bucket}/x")
