@@ -68,7 +68,7 @@ def throughput() -> None:
     from ladder.dag.tokenize import write_shard
     from ladder.train.hf_tokenizer import HFTokenizer, train_bpe
 
-    texts = _docs(24 << 20)
+    texts = _docs(8 << 20)
     mb = sum(len(t.encode()) for t in texts) / 1e6
     with tempfile.TemporaryDirectory() as tmp:
         tok_path = Path(tmp, "tokenizer.json")
