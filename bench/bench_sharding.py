@@ -58,7 +58,7 @@ SPEED_CHILD = r"""
 import json, sys, time
 import jax, numpy as np
 from ladder.spec.load import load_spec
-from ladder.stages import placed
+from ladder.dag.stages import placed
 from ladder.train import optim
 from ladder.train.data import Mixture
 from ladder.train.jitted import make_train_chunk

@@ -242,7 +242,10 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
 
         if isinstance(e, TrainConfigMismatch):
             raise UserError(f"train: {e}") from None
-        if isinstance(e, CheckpointRestoreError):
+        from ladder.train.data import DataError
+        from ladder.train.shards import ShardError
+
+        if isinstance(e, CheckpointRestoreError | ShardError | DataError):
             click.echo(f"train: {e}", err=True)
             return EXIT_FAILED
         raise

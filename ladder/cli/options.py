@@ -25,6 +25,7 @@ ENVIRONMENT = {
     "LADDER_PROGRESS_INTERVAL": "seconds between a training step's progress lines when the output is not a terminal (60)",
     "LADDER_STOP_GRACE": "seconds a stopped driver waits for running steps to checkpoint and exit before it cancels them (60)",
     "LADDER_DIGEST_CACHE": "file caching data-source digests by path, size and mtime (default: the user cache dir)",
+    "LADDER_SHARD_CACHE": "folder where a node keeps its one copy of remote token shards (default: <tmp>/scaling-ladder-shards)",
     "XDG_CACHE_HOME": "the user cache dir (default ~/.cache): where the data-source digest cache lives",
     "LADDER_RAY_DASHBOARD": "1 starts Ray's own dashboard with a local Ray (off by default)",
     "RAY_TMPDIR": "Ray's temp folder for a local Ray",

@@ -15,3 +15,6 @@ REPORT = "ladder.stages:report_step"
 ISOFLOP = "ladder.isoflop:isoflop_step"
 REUSE = "ladder.isoflop:reuse_step"
 LR_SWEEP = "ladder.sweep:collect_step"
+# Steps that first declared a kind: names of what they do.
+TOKENIZE = "tokenize"
+BPE_TOKENIZER = "tokenizer_bpe"

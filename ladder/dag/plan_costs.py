@@ -87,9 +87,12 @@ def print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerato
         rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
                      "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
     runs = run_figures(stages.placed(spec), mfu, chip_peak, chips)
+    from ladder.dag.tokenize import plan_lines, plan_rows
+
+    data = plan_rows(spec, entries)
     if as_json:
         click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
-                               "steps": rows, "runs": runs}, indent=2))
+                               "steps": rows, "runs": runs, **({"data": data} if data else {})}, indent=2))
         return
     table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {accelerator}, {chip_peak:.3g} FLOP/s)")
     for col in ("step", "action", "reason", "hash", "FLOPs", "accel-h", "path"):
@@ -103,5 +106,7 @@ def print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerato
     if stale:
         click.echo(f"stale (code changed since they ran; --rerun-stale reruns them): {', '.join(stale)}")
     click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
+    for line in plan_lines(data):
+        click.echo(line)
     for line in lines(runs, accelerator, mfu, chips):
         click.echo(line)

@@ -22,6 +22,8 @@ from pathlib import Path
 from ladder.dag import kinds
 from ladder.dag.inputs import ANALYSIS_CODE, ANALYSIS_PACKAGES, REPORT_CODE, step_inputs
 from ladder.dag.step_io import local_dirs
+from ladder.dag.tokenize import PREFIX as TOKENIZE_PREFIX
+from ladder.dag.tokenize import shard_dirs, tokenize_steps
 from ladder.dag.train_steps import run_data, train_config, training_step
 from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, data_from_dict, rung_from_dict, to_dict
@@ -39,7 +41,8 @@ def build_steps(spec: LadderSpec) -> list:
     from ladder.executor import Dep, Step
 
     steps = isoflop.sweep_steps(spec)
-    spec, reused = isoflop.place(spec, isoflop.read_doc(spec, steps)) if steps else (spec, {})
+    spec, reused = isoflop.place(spec, isoflop.read_doc(spec, tokenize_steps(spec) + steps)) if steps else (spec, {})
+    steps = tokenize_steps(spec) + steps
     rung_names = [r.name for r in spec.rungs]
     imported = imported_results(spec)
     for rung in spec.rungs:
@@ -141,7 +144,7 @@ def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | No
         # the rest of the DAG from what it found (a rerun sweep run re-places what depends on it).
         from ladder.dag import isoflop
 
-        sweep = isoflop.sweep_steps(spec)
+        sweep = tokenize_steps(spec) + isoflop.sweep_steps(spec)
         done = {s.name for s in sweep}
         first = executor.run(sweep, force=expand_force(sweep, [f for f in force if f in done]), runtime=runtime,
                              rerun_stale=rerun_stale)
@@ -240,7 +243,10 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
     data = data_from_dict(config["data"])
     # The trainer mirrors a remote out_dir through a local folder; callbacks that write beside it
     # (the hero's forecasts) write into that folder and are uploaded with the metrics.
-    with open_output(ctx.out_dir) as out, local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, _):
+    # Token shards are mapped where they are (a remote one is cached once per node), never copied whole.
+    shards = shard_dirs(ctx.dep_dirs)
+    others = {k: v for k, v in ctx.dep_dirs.items() if not k.startswith(TOKENIZE_PREFIX)}
+    with open_output(ctx.out_dir) as out, local_dirs(others, ctx.out_dir) as (dep_dirs, _):
         callbacks = []
         if config.get("role") == "hero":
             from ladder.analysis.forecast import ForecastCallback
@@ -250,7 +256,7 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
                                               every=config.get("forecast_every", 0)))
         callbacks.extend(_wandb_callbacks(config, ctx))
         result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row),
-                       should_stop=lambda: ctx.stop_requested)
+                       should_stop=lambda: ctx.stop_requested, shard_dirs=shards)
     if result.get("status") == "INTERRUPTED":
         from ladder.executor import Interrupted
 
@@ -366,7 +372,22 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
 
     compile_cache.enable(out_dir)
-    return train(rung, run_data(spec, role), out_dir, max_steps=max_steps)
+    role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
+    shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
+    return train(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards)
+
+
+def tokenized(spec: LadderSpec) -> dict[str, str]:
+    """Each domain's token shards, tokenizing first what is not (the ladder's tokenizer and tokenize steps,
+    through the executor, so a run alone shares them with the ladder's rungs)."""
+    steps = tokenize_steps(spec)
+    summary = run_ladder(spec, steps=steps)
+    if not summary.ok:
+        failed = [f"{name} {o.status}" for name, o in summary.steps.items() if o.status != "SUCCESS"]
+        from ladder.train.data import DataError
+
+        raise DataError(f"tokenize: {', '.join(failed)}; see `ladder status` and the step's error.txt")
+    return shard_dirs({e.name: e.path for e in plan_ladder(spec, steps=steps)})
 
 
 def build_report(spec: LadderSpec) -> tuple[dict, str | None]:

@@ -60,12 +60,14 @@ def sweep_spec(spec: LadderSpec) -> LadderSpec:
 
 
 def build_sweep_steps(spec: LadderSpec, runs: list[tuple[RungSpec, dict]]) -> list:
+    from ladder.dag.tokenize import tokenize_steps
     from ladder.dag.train_steps import training_step
     from ladder.executor import Dep, Step
 
     # code=(): a sweep run is stale after a change to any file, as it always was
-    steps = [training_step(spec, run, "sweep", code=(), description=f"{meta['rung']} at {meta['lr_mult']:g}x its learning rate")
-             for run, meta in runs]
+    steps = tokenize_steps(spec) + [
+        training_step(spec, run, "sweep", code=(), description=f"{meta['rung']} at {meta['lr_mult']:g}x its learning rate")
+        for run, meta in runs]
     meta = {run.name: meta for run, meta in runs}
     steps.append(Step(name="sweep", kind=kinds.LR_SWEEP, fn=COLLECT_FN, deps=tuple(Dep(r.name, kind="data") for r, _ in runs),
                       config={"runs": meta}))

@@ -52,8 +52,10 @@ def warm_key(run: RungSpec) -> str:
 
 def training_step(spec: LadderSpec, run: RungSpec, role: str, *, config: dict | None = None, **step_fields):
     """The Step that trains ``run``; ``step_fields`` (deps, description, code) go to the Step as given."""
+    from ladder.dag.tokenize import shard_deps
     from ladder.executor import Step
 
     fields = {"description": run.description, "code": TRAIN_CODE, **step_fields}
+    fields["deps"] = tuple(fields.get("deps", ())) + shard_deps(spec)  # the token shards it maps
     return Step(name=run.name, kind=kinds.TRAIN, fn=TRAIN_FN, config=config or train_config(spec, run, role),
                 resources=task_resources(run), flops=run.flops, warm_key=warm_key(run), **fields)

@@ -74,12 +74,17 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
         rungs.append({"name": name, "status": result.get("status"), "final_eval_loss": result.get("final_eval_loss"),
                       "final_train_loss": result.get("final_train_loss"), "params_active": result.get("params_active"),
                       "tokens": result.get("tokens"), "flops": result.get("flops"), "wall_s": result.get("wall_s"),
-                      "partial": bool(result.get("partial")), "note": result.get("note")})
+                      "partial": bool(result.get("partial")), "note": result.get("note"),
+                      "final_eval_loss_se": result.get("final_eval_loss_se"),
+                      "epochs_by_domain": result.get("epochs_by_domain")})
         if d:
             tables[f"metrics/{name}"] = layout.read_jsonl(Path(d) / layout.METRICS)
             tables[f"eval/{name}"] = layout.read_jsonl(Path(d) / layout.EVAL)
+    from ladder.analysis.repetition import warnings as repetition_warnings
+
     report: dict[str, Any] = {"ladder": config.get("ladder"), "rungs": rungs, "fit": None, "backtest": None,
-                              "gate": gate, "hero": None, "targets": []}
+                              "gate": gate, "hero": None, "targets": [],
+                              "data_warnings": repetition_warnings([r for r in rungs if r["status"] == "SUCCESS"])}
     if fit:
         report["fit"] = fit.get("summary", fit)
         report["backtest"] = fit.get("backtest")
@@ -171,6 +176,11 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
         status = "PARTIAL" if r.get("partial") else str(r["status"])
         lines.append(f"{r['name']:<10} {status:<10} {fmt(r['params_active'], '>10.3g')} {fmt(r['tokens'], '>10.3g')} "
                      f"{fmt(r['flops'], '>10.3g')} {fmt(r['final_eval_loss'], '>10.4f')}")
+    from ladder.analysis.repetition import standard_errors
+
+    se_line = standard_errors(rep.get("rungs", []))
+    lines += [se_line] if se_line else []
+    lines += [f"! {w}" for w in rep.get("data_warnings") or []]
     fit = rep.get("fit") or {}
     if fit:
         params = "  ".join(f"{k}={fmt(v, '.4g')}" for k, v in (fit.get("params") or {}).items())

@@ -49,7 +49,8 @@ FIELD_DOCS = {
     "ModelSpec.d_model": "width of the residual stream",
     "ModelSpec.n_layers": "transformer blocks",
     "ModelSpec.n_heads": "attention heads (head dim = d_model / n_heads)",
-    "ModelSpec.vocab": "vocabulary size (256 for the byte tokenizer)",
+    "ModelSpec.vocab": ("vocabulary size; the default (256) follows data.tokenizer's size, a smaller one than the "
+                        "tokenizer's is refused"),
     "ModelSpec.tie_embeddings": "share the input embedding and the output projection",
     "ModelSpec.qk_norm": "RMS-normalise queries and keys before attention",
     "ModelSpec.z_loss": "coefficient of the z-loss on the output logits' log-partition (0: off)",
@@ -95,7 +96,8 @@ FIELD_DOCS = {
     "TargetSpec.seq_len": "its sequence length (for FLOPs per token)",
     "TargetSpec.description": "free text (not hashed)",
     "DataSpec.domains": "the text domains and their mixture weights (DomainSpec)",
-    "DataSpec.tokenizer": "bytes (the only tokenizer: 256 symbols, nothing to download)",
+    "DataSpec.tokenizer": ("bytes (256 symbols, nothing to train), bpe:<vocab> (a byte-level BPE the ladder trains on "
+                           "its training split) or a tokenizer.json path or URL; all but bytes train from token shards"),
     "DataSpec.heldout_frac": "fraction of each domain held out for eval",
     "DataSpec.final_eval_tokens": ("per domain, the final eval's sample (the number the laws fit and a hero is "
                                    "scored on; 0: eval_tokens, the sample every eval reads)"),
@@ -103,7 +105,8 @@ FIELD_DOCS = {
                                "dispatch, which drops a window's late tokens' expert outputs (False)"),
     "DomainSpec.name": "the domain's name in eval metrics",
     "DomainSpec.source": "a built-in corpus (builtin:stdlib_py, builtin:pydoc_topics, builtin:kjv, "
-                         "builtin:web_bible) or a local file or folder",
+                         "builtin:web_bible), a .txt/.jsonl/.parquet file or folder (gzip or zstd or not), "
+                         "local or s3:// / gs:// through fsspec",
     "DomainSpec.weight": "mixture weight (normalised over domains)",
     "FitSpec.bootstrap": "bootstrap resamples for the fit's intervals (0: none)",
     "FitSpec.level": "probability of every interval the ladder reports (the one default, 0.9)",

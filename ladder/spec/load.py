@@ -38,7 +38,9 @@ def resolve(spec: LadderSpec) -> LadderSpec:
     # A run declared by budget keeps its rules until the IsoFLOP stage has placed it (ladder.dag.isoflop_place).
     rungs = tuple(r if r.budget > 0 else resolve_rung(r, spec.seed) for r in spec.rungs)
     hero = spec.hero if spec.hero is None or spec.hero.budget > 0 else resolve_rung(spec.hero, spec.seed)
-    resolved = dataclasses.replace(spec, rungs=rungs, hero=hero)
+    from .vocab import follow_tokenizer
+
+    resolved = follow_tokenizer(dataclasses.replace(spec, rungs=rungs, hero=hero))
     validate(resolved)
     return resolved
 

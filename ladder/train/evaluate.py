@@ -11,9 +11,10 @@ from ladder.spec import DataSpec
 from ladder.train.data import Mixture
 from ladder.train.model import Functional, build
 
-# Eval windows go through the model in calls of at least this many tokens (a whole number of training
-# batches, so they still split over the devices): a small rung's batch of 3 windows made its evals
-# hundreds of tiny calls.
+# Eval windows go through the model in calls of about this many tokens: a small rung's batch of 3 windows
+# made its evals hundreds of tiny calls. A call's rows are a multiple of the devices (so they split over
+# them), not of the training batch: 8 windows at a batch of 512 cost 8 rows (and the devices' rounding),
+# not 512.
 EVAL_TOKENS_PER_CALL = 8192
 
 
@@ -34,36 +35,45 @@ def dropless_dispatch() -> str:
     return "dense" if jax.default_backend() == "cpu" else "ragged"
 
 
-def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt: float) -> Callable[..., dict]:
-    """``run_eval(params, bias, step, eval_tokens)``: the eval row for ``step`` on ``eval_tokens`` a domain."""
-    eval_rows = batch * max(1, EVAL_TOKENS_PER_CALL // (batch * seq))
+def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt: float,
+                  devices: int = 1) -> Callable[..., dict]:
+    """``run_eval(params, bias, step, eval_tokens)``: the eval row for ``step`` on ``eval_tokens`` a domain,
+    with each loss's standard error over its windows (``eval_loss_se/<domain>``, ``eval_loss_se``)."""
+    devices = max(1, int(devices))
+    eval_rows = devices * max(1, EVAL_TOKENS_PER_CALL // (devices * seq))
     tokens_per_step = batch * seq
 
     def run_eval(p, b, step: int, eval_tokens: int) -> dict:
         row = {"step": step, "tokens": step * tokens_per_step, "flops": step * tokens_per_step * fpt}
-        tot_loss, tot_bpb = 0.0, 0.0
+        tot_loss, tot_bpb, tot_var = 0.0, 0.0, 0.0
         for i, dom in enumerate(mixture.domains):
             windows = mixture.eval_windows(i, eval_tokens)
             n = windows.shape[0]
             calls = -(-n // eval_rows)
-            rows = -(-n // (calls * batch)) * batch  # as few calls, the least padding
+            rows = -(-n // (calls * devices)) * devices  # as few calls, the least padding
             pad = (-n) % rows
             w = np.concatenate([np.ones(n, np.float32), np.zeros(pad, np.float32)])
             windows = np.concatenate([windows, np.zeros((pad, seq + 1), np.int32)])
-            s_nll, s_cnt = 0.0, 0.0
+            s_nll, s_cnt, per_window = 0.0, 0.0, []
             for j in range(0, windows.shape[0], rows):
-                a, c = eval_fn(p, b, windows[j : j + rows], w[j : j + rows])
+                a, c, each = eval_fn(p, b, windows[j : j + rows], w[j : j + rows])
                 s_nll += float(a)
                 s_cnt += float(c)
+                per_window.append(np.asarray(each))
             loss = s_nll / max(s_cnt, 1.0)
-            n_bytes = mixture.tokenizer.n_bytes(windows[:n, 1:])
+            losses = np.concatenate(per_window)[:n] / seq
+            se = float(np.std(losses, ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+            n_bytes = mixture.eval_bytes(i, eval_tokens)
             bpb = s_nll / math.log(2) / max(n_bytes, 1)
             row[f"eval_loss/{dom.name}"] = loss
             row[f"bpb/{dom.name}"] = bpb
+            row[f"eval_loss_se/{dom.name}"] = se
+            tot_var += (mixture.weights[i] * se) ** 2
             tot_loss += mixture.weights[i] * loss
             tot_bpb += mixture.weights[i] * bpb
         row["eval_loss"] = tot_loss
         row["bpb"] = tot_bpb
+        row["eval_loss_se"] = math.sqrt(tot_var)
         return row
 
     return run_eval

@@ -133,7 +133,10 @@ def make_eval(fm: Functional, layout: Layout | None = None):
         logits, _ = fm.apply(params, bias, windows[:, :-1])
         w = jnp.broadcast_to(weights[:, None], windows[:, 1:].shape)
         mean, _ = cross_entropy(logits, windows[:, 1:], w)
-        return mean * jnp.sum(w), jnp.sum(w)
+        # each window's summed loss too, for the eval's standard error (the mean above stays as it was)
+        lse = jax.nn.logsumexp(logits.astype(jnp.float32), axis=-1)
+        true = jnp.take_along_axis(logits.astype(jnp.float32), windows[:, 1:, None], axis=-1)[..., 0]
+        return mean * jnp.sum(w), jnp.sum(w), jnp.sum(lse - true, axis=-1) * weights
 
     if layout is None:
         return jax.jit(eval_batch)

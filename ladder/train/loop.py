@@ -37,7 +37,7 @@ from ladder.outputs.layout import write_json_atomic
 from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_from_dict, to_dict
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
-from ladder.train.data import Mixture
+from ladder.train.data import open_mixture
 from ladder.train.evaluate import eval_model, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
@@ -85,6 +85,7 @@ def train(
     dispatch: str = "capacity",
     should_stop: Callable[[], bool] | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
+    shard_dirs: Mapping[str, str] | None = None,
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
@@ -133,7 +134,10 @@ def train(
         tokens_per_step = batch * seq
         fpt = mspec.flops_per_token(seq)
 
-        mixture = Mixture(data, seq, seed)
+        mixture = open_mixture(data, seq, seed, shard_dirs)
+        if getattr(mixture, "vocab_size", 0) > mspec.vocab:
+            raise ValueError(f"{rung.name}.model.vocab: {mspec.vocab} is smaller than its tokenizer's "
+                             f"{mixture.vocab_size} tokens; raise vocab or leave it at the default")
         # Drawn on the host: a sharded run places each device's shards only (no device holds the whole state).
         fm = build(mspec, seed, dispatch=dispatch, host=True, remat=rung.resources.remat)
         opt = optim_lib.make_optimizer(rung.optim, fm.params)
@@ -218,7 +222,7 @@ def train(
         def wall() -> float:
             return wall_offset + time.perf_counter() - t_start
 
-        run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt)
+        run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt, devices=layout.n if layout is not None else 1)
         my_rows = layout.process_rows(batch) if layout is not None and layout.multiprocess else None
 
         def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):

@@ -60,6 +60,8 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         "final_train_loss": float(np.mean(tail)) if tail else None,
         "final_eval_loss": ev["eval_loss"] if ev else None,
         "final_eval_loss_by_domain": {d.name: ev[f"eval_loss/{d.name}"] for d in mixture.domains} if ev else {},
+        # the final eval's standard error over its windows: is its sample small against the gaps the law fits?
+        "final_eval_loss_se": ev.get("eval_loss_se") if ev else None,
         "final_bpb": ev["bpb"] if ev else None,
         "final_bpb_by_domain": {d.name: ev[f"bpb/{d.name}"] for d in mixture.domains} if ev else {},
         # The final's sample: eval.jsonl's last row is on eval_tokens, like the curve before it.
@@ -84,6 +86,8 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         "processes": int(jax.process_count()),
         "microbatches": int(rung.resources.microbatches),
         "branches": branch_rows,
+        # passes over each domain's training text: rungs that differ here see differently repeated data
+        "epochs_by_domain": mixture.epochs_seen(done_step, rung.batch_size),
     }
     if failed_step is not None:
         res["failed_step"] = failed_step

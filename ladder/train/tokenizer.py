@@ -1,4 +1,11 @@
-"""Tokenizers behind one small interface; ``bytes`` (vocab 256, one token per UTF-8 byte) is the default."""
+"""Tokenizers behind one small interface; ``bytes`` (vocab 256, one token per UTF-8 byte) is the default.
+
+``data.tokenizer`` is one of:
+- ``bytes``: raw UTF-8 bytes, nothing to train or download;
+- ``bpe:<vocab>``: a byte-level BPE the ladder trains on its training split (ladder.dag.bpe), one per ladder;
+- a ``tokenizer.json`` path or fsspec URL (the Hugging Face ``tokenizers`` format), its content hashed.
+Every tokenizer but ``bytes`` trains from token shards (ladder.dag.tokenize).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import numpy as np
 class Tokenizer(Protocol):
     name: str
     vocab_size: int
+    eot: int
 
     def encode(self, text: str | bytes) -> np.ndarray: ...
 
@@ -26,10 +34,18 @@ class ByteTokenizer:
     name = "bytes"
     vocab_size = 256
     eot = 0
+    digest = "bytes"
 
     def encode(self, text: str | bytes) -> np.ndarray:
         data = text.encode("utf-8", errors="replace") if isinstance(text, str) else bytes(text)
         return np.frombuffer(data, dtype=np.uint8)
+
+    def encode_batch(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        out = []
+        for text in texts:
+            ids = self.encode(text)
+            out.append((ids, np.ones(ids.size, np.uint16)))
+        return out
 
     def decode(self, ids) -> str:
         return bytes(np.asarray(ids, dtype=np.uint8).tolist()).decode("utf-8", errors="replace")
@@ -38,7 +54,36 @@ class ByteTokenizer:
         return int(np.asarray(ids).size)
 
 
-def get_tokenizer(name: str) -> ByteTokenizer:
+def bpe_vocab(name: str) -> int | None:
+    """The vocabulary of a ``bpe:<vocab>`` tokenizer name; None for any other name or a malformed one."""
+    if not isinstance(name, str) or not name.startswith("bpe:"):
+        return None
+    text = name[4:]
+    return int(text) if text.isdigit() else None
+
+
+def is_file(name: str) -> bool:
+    return isinstance(name, str) and name != "bytes" and not name.startswith("bpe:")
+
+
+def get_tokenizer(name: str, trained: str | None = None):
+    """The tokenizer ``data.tokenizer`` names; ``trained``: the tokenizer.json a ``bpe:`` step wrote."""
     if name == "bytes":
         return ByteTokenizer()
-    raise ValueError(f"data.tokenizer: {name!r} is not supported; use 'bytes'")
+    from ladder.train.hf_tokenizer import HFTokenizer
+
+    if name.startswith("bpe:"):
+        if trained is None:
+            raise ValueError(f"data.tokenizer: {name} is trained by the ladder's tokenizer step; run the ladder")
+        return HFTokenizer.load(trained)
+    return HFTokenizer.load(name)
+
+
+def tokenizer_size(name: str) -> int:
+    """The vocabulary a model needs for this tokenizer (reads a tokenizer.json)."""
+    if name == "bytes":
+        return ByteTokenizer.vocab_size
+    vocab = bpe_vocab(name)
+    if vocab is not None:
+        return vocab
+    return get_tokenizer(name).vocab_size

@@ -88,7 +88,8 @@ def test_gang_of_two_processes_trains_the_losses_of_one_process_over_two_devices
 def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes, one_process, tmp_path):
     import ray
 
-    from ladder.stages import placed, run_data
+    from ladder.dag.stages import placed
+    from ladder.dag.train_steps import run_data
     from ladder.train.gang import train_gang
 
     spec = _hero(tmp_path)
