@@ -3,7 +3,8 @@
 Its DAG adds a ``tokenizer`` step (the BPE, trained on every domain's training split) and one
 ``tokenize_<domain>`` step per source (the token shards every rung maps). Three small dense rungs on
 English prose and Python's documentation, a hero predicted but not trained: the suite trains it
-(tests/ladder/test_tokenize_ladder.py) to check a BPE ladder end to end, its bits per byte against the same ladder on ``bytes`` (``--set data.tokenizer=bytes``),
+(tests/ladder/test_tokenize_ladder.py) to check a BPE ladder end to end, its bits per byte against the same
+ladder on ``bytes`` (``--set data.tokenizer=bytes``),
 and a ``tokenizer.json`` trained elsewhere (``--set data.tokenizer=PATH``: the model's vocab follows it).
 """
 
