@@ -321,7 +321,8 @@ def _register_optional() -> None:
     """Commands that live beside their subsystem (fits, publish) register themselves here."""
     import importlib
 
-    for module in ("ladder.cli_import", "ladder.fits_cli", "ladder.cli_extra", "ladder.cli_export", "ladder.publish.cli"):
+    for module in ("ladder.cli_import", "ladder.fits_cli", "ladder.cli_extra", "ladder.cli_export", "ladder.publish.cli",
+                   "ladder.cli_follow"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
