@@ -257,7 +257,14 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
             later = f", later points mean |error| {fmt(snap['later_mean_abs_rel_error'], '.2%')}"
             if snap.get("later_inside_band") is not None:
                 later += f", {fmt(snap['later_inside_band'], '.0%')} inside"
+            if snap.get("later_marin_mean_abs_rel_error") is not None:
+                later += f" (Marin's curve on the same points {fmt(snap['later_marin_mean_abs_rel_error'], '.2%')})"
         lines.append(f"  snapshot at {at}: final {fmt(snap['predicted_final'])} [{fmt(snap['lower'])}, {fmt(snap['upper'])}]{later}")
+    for c in hero.get("changes") or []:
+        lines.append(f"  declared change at step {c['step']:,}: {c['what']}" + (f" ({c['note']})" if c.get("note") else ""))
+    for e in hero.get("events") or []:
+        if e.get("alert"):
+            lines.append(f"  alert {e['kind']} (poll {e.get('poll')}): {e['message']}")
     return lines
 
 

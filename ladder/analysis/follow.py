@@ -136,6 +136,8 @@ class Follower:
             layout.write_json_atomic(actual / "meta.json", {"name": HERO_ACTUAL, "source": self.source.kind,
                                                             "from": self.source.where, "metric": self.source.metric,
                                                             "rows": len(rows), "followed": True, "imported_at": time.time()})
+        state["changes"] = [{"step": c.step, "tokens": c.step * self.ctx.batch_tokens, "what": c.what, "note": c.note}
+                            for c in self.changes]
         _write_jsonl_atomic(self.out / layout.FORECASTS, state["snapshots"])
         _write_jsonl_atomic(self.out / layout.EVENTS, state["events"])
         layout.write_json_atomic(self.out / STATE, state)

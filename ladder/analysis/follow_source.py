@@ -37,7 +37,15 @@ class Source:
 
     @property
     def runs(self) -> list[str]:
-        return [r.strip() for r in self.where.split(",") if r.strip()]
+        """ENTITY/PROJECT/RUN paths; a bare RUN after the first takes the first one's ENTITY/PROJECT."""
+        out: list[str] = []
+        for r in (r.strip() for r in self.where.split(",")):
+            if not r:
+                continue
+            if "/" not in r and out:
+                r = out[0].rsplit("/", 1)[0] + "/" + r
+            out.append(r)
+        return out
 
     def describe(self) -> str:
         return {"csv": "--from-csv", "jsonl": "--from-jsonl", "wandb": "--hero"}[self.kind] + f" {self.where}"

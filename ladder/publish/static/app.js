@@ -466,6 +466,18 @@ RENDER.hero = function (d) {
     const xs = traces.flatMap((t) => t.x).filter((v) => typeof v === "number" && v > 0);
     heroLay.xaxis.range = [Math.log10(startX / 3), Math.log10(Math.max(...xs) * 1.1)];
   }
+  const changes = d.changes || [];
+  const alertsOf = (d.events || []).filter((e) => e.alert);
+  if (changes.length) {
+    heroLay.shapes = (heroLay.shapes || []).concat(changes.map((c) => ({ type: "line", xref: "x", yref: "paper",
+      x0: c[xk], x1: c[xk], y0: 0, y1: 1, line: { color: "#ff7f0e", dash: "dash", width: 1.5 } })));
+    heroLay.annotations = changes.map((c) => ({ x: Math.log10(c[xk]), y: 1, xref: "x", yref: "paper", showarrow: false,
+      text: "change: " + esc(c.what), font: { color: "#ff7f0e", size: 11 }, yanchor: "bottom" }));
+  }
+  const bandAlerts = alertsOf.filter((e) => e.kind === "band_exit" && typeof e.loss === "number");
+  if (bandAlerts.length) traces.push({ x: bandAlerts.map((e) => (xk === "tokens" ? e.tokens : e.step)), y: bandAlerts.map((e) => e.loss),
+    mode: "markers", name: "alert: left the band", marker: { symbol: "triangle-up", size: 12, color: "#ff7f0e" },
+    text: bandAlerts.map((e) => e.message) });
   plot("c-hero", traces, heroLay);
   if (cmpRows.length) {
     const et = [];
@@ -488,7 +500,13 @@ RENDER.hero = function (d) {
         arrayminus: fc.map((f) => f.predicted_final - (f.lower ?? f.predicted_final)) }, line: { color: "#1f77b4" } }];
     if (typeof pr.predicted_final_loss === "number") ftr.push({ x: [fx[0], fx[fx.length - 1]], y: [pr.predicted_final_loss, pr.predicted_final_loss],
       mode: "lines", name: "prediction before the hero", line: { color: "#d62728", dash: "dash" } });
-    plot("c-forecasts", ftr, layout("", "hero step of the forecast", "predicted final loss"));
+    const moved = alertsOf.filter((e) => e.kind !== "band_exit" && typeof e.step === "number");
+    if (moved.length) ftr.push({ x: moved.map((e) => e.step), y: moved.map((e) => e.predicted_final ?? fc[fc.length - 1].predicted_final),
+      mode: "markers", name: "alerts", marker: { symbol: "triangle-up", size: 12, color: "#ff7f0e" }, text: moved.map((e) => e.message) });
+    const fLay = layout("", "hero step of the forecast", "predicted final loss");
+    fLay.shapes = changes.map((c) => ({ type: "line", xref: "x", yref: "paper", x0: c.step, x1: c.step, y0: 0, y1: 1,
+      line: { color: "#ff7f0e", dash: "dash", width: 1.5 } }));
+    plot("c-forecasts", ftr, fLay);
   } else {
     document.getElementById("c-forecasts").outerHTML = empty("no forecast snapshots yet");
   }
