@@ -83,12 +83,13 @@ def read_points(source: Source) -> pd.DataFrame:
 
 def stitch(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Runs of one hero in order (a run resumed under a new id): from each run's first step on, its rows win."""
-    out = pd.DataFrame(columns=["step", "tokens", "loss"])
+    out: pd.DataFrame | None = None
     for f in frames:
         if f.empty:
             continue
-        first = int(f["step"].min())
-        out = pd.concat([out[out["step"] < first], f], ignore_index=True)
+        out = f if out is None else pd.concat([out[out["step"] < int(f["step"].min())], f], ignore_index=True)
+    if out is None:
+        return pd.DataFrame(columns=["step", "tokens", "loss"])
     return out.sort_values("step").reset_index(drop=True)
 
 
