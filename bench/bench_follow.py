@@ -44,7 +44,6 @@ def _score(curve: pd.DataFrame, later: pd.DataFrame, marin: pd.DataFrame) -> dic
 def main() -> None:
     from fits import reference
     from fits.progress_eval import calibration_pairs
-
     from ladder import stages
     from ladder.analysis import follow_forecast as ff
     from ladder.analysis.follow_bands import horizon_profile, profile_sigma, rung_horizon_errors

@@ -73,7 +73,7 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
     from ladder import stages
     from ladder.analysis.follow import FollowConfig, Follower, follow_dir
     from ladder.analysis.follow_forecast import NoForecast, load_context
-    from ladder.analysis.follow_source import Source, SourceUnavailable, check
+    from ladder.analysis.follow_source import Source, check
     from ladder.publish.wandb_import import ImportErrorLine
 
     given = [(k, v) for k, v in (("wandb", hero_runs), ("csv", from_csv), ("jsonl", from_jsonl)) if v]

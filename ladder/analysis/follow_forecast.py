@@ -49,7 +49,6 @@ class Context:
 
 def load_context(fit_dir: str | None, predict_dir: str | None, total_steps: int, batch_tokens: int) -> Context:
     from fits.progress_eval import CANDIDATES
-
     from ladder.analysis.progress import POINTS_CSV, axes
 
     doc = layout.read_json(Path(fit_dir) / layout.FIT, {}) if fit_dir else {}

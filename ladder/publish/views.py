@@ -16,6 +16,7 @@ from ladder import layout
 from ladder.publish import readers
 from ladder.publish.files import JsonlTable, finite, natural_key, num, scalars
 from ladder.publish.root import ANALYSIS_STEPS, IMPORTED_META, LAW_CURVE_CSV, LadderRoot, _kind
+from ladder.publish.views_follow import followed_hero, tokens_per_step
 
 MAX_POINTS = 2000  # per chart series; CSV downloads are never thinned
 STALE_HEARTBEAT_S = 180.0
@@ -267,8 +268,8 @@ class Views(LadderRoot):
                                   **self._columns(rows, ("step", "tokens", "loss", "lower", "upper"))})
             out["snapshots"] = snaps
         if pd_ is not None and not out["forecasts"]:
-            self._followed(pd_.parent / "follow", out)
-        per_step = _tokens_per_step(out["eval"]) or _tokens_per_step(out["actual"])
+            followed_hero(self.files, self._columns, pd_.parent / "follow", out)
+        per_step = tokens_per_step(out["eval"]) or tokens_per_step(out["actual"])
         for snap in out["snapshots"]:  # a trained hero's snapshot files are by step: one x unit on the chart
             have = any(isinstance(t, int | float) for t in snap.get("tokens") or [])
             if not have and per_step and snap.get("step"):
@@ -284,20 +285,6 @@ class Views(LadderRoot):
         first = next(iter(out["comparisons"].values()), None)
         out["exits"] = first["exits"] if first else []
         return out
-
-    def _followed(self, fdir: Path, out: dict) -> None:
-        """A hero followed with `ladder follow`: its snapshots, alerts and declared changes."""
-        out["forecasts"] = [scalars(f) for f in self.files.jsonl(fdir / layout.FORECASTS)]
-        if not out["forecasts"]:
-            return
-        shown = out["forecasts"] if len(out["forecasts"]) <= 12 else [
-            out["forecasts"][round(i * (len(out["forecasts"]) - 1) / 11)] for i in range(12)]
-        out["snapshots"] = [{"at_step": int(f["at_step"]),
-                             **self._columns(self.files.csv(fdir / layout.FORECAST_DIR / f"{int(f['at_step'])}.csv"),
-                                             ("step", "tokens", "loss", "lower", "upper"))} for f in shown]
-        out["events"] = [scalars(e) for e in self.files.jsonl(fdir / layout.EVENTS)]
-        state = self.files.json(fdir / "state.json", {}) or {}
-        out["changes"] = state.get("changes") or [] if isinstance(state, dict) else []
 
     def hero_comparisons(self, ladder: str) -> dict[str, dict]:
         dirs = self.step_dirs(ladder)
@@ -413,8 +400,3 @@ def _quantile(sorted_vals: list[float], q: float) -> float:
     j = min(i + 1, len(sorted_vals) - 1)
     return sorted_vals[i] + (pos - i) * (sorted_vals[j] - sorted_vals[i])
 
-
-def _tokens_per_step(cols: dict) -> float | None:
-    steps, tokens = cols.get("step") or [], cols.get("tokens") or []
-    pairs = [(s, t) for s, t in zip(steps, tokens, strict=False) if isinstance(s, int | float) and isinstance(t, int | float) and s > 0]
-    return float(pairs[-1][1]) / float(pairs[-1][0]) if pairs else None

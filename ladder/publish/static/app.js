@@ -405,12 +405,15 @@ RENDER.hero = function (d) {
   const exits = d.exits || [];
   const fc = d.forecasts || [];
   const comps = d.comparisons || {};
+  // name only the baselines this ladder has: no empty "Marin's" column or title on a ladder without it
+  const hasMarin = ((d.baseline || {}).loss || []).length > 0;
   const cmpRows = Object.entries(comps).map(([name, c]) => {
     const s = c.summary || {};
-    return { actual: name, "compared from step": s.first_step, points: s.points, "outside band": s.outside,
+    const row = { actual: name, "compared from step": s.first_step, points: s.points, "outside band": s.outside,
       "% inside": typeof s.fraction_inside === "number" ? (100 * s.fraction_inside).toFixed(1) + "%" : "",
-      "mean |error| ours": typeof s.mean_abs_error === "number" ? (100 * s.mean_abs_error).toFixed(2) + "%" : "",
-      "mean |error| Marin's": typeof s.marin_mean_abs_error === "number" ? (100 * s.marin_mean_abs_error).toFixed(2) + "%" : "" };
+      "mean |error| ours": typeof s.mean_abs_error === "number" ? (100 * s.mean_abs_error).toFixed(2) + "%" : "" };
+    if (hasMarin) row["mean |error| Marin's"] = typeof s.marin_mean_abs_error === "number" ? (100 * s.marin_mean_abs_error).toFixed(2) + "%" : "";
+    return row;
   });
   const first = Object.values(comps)[0];
   const fs = first ? first.summary || {} : {};
@@ -426,7 +429,7 @@ RENDER.hero = function (d) {
   main.innerHTML = card("Hero: predicted against actual", kv + `<div id="c-hero" class="chart tall"></div>`,
     csvLink("hero_curve", "predicted.csv") + csvLink("metrics.hero", "actual.csv") + csvLink("hero_points", "points.csv") +
     csvLink("band_exits", "exits.csv")) +
-    (cmpRows.length ? card("Each actual point against the forecasts: ours and Marin's", table(cmpRows) +
+    (cmpRows.length ? card("Each actual point against the forecasts: ours" + (hasMarin ? " and Marin's" : ""), table(cmpRows) +
       `<div id="c-errors" class="chart short"></div>`, csvLink("hero_points", "points.csv")) : "") +
     `<div class="grid2">` +
     card("How the forecast moved as the hero trained", `<div id="c-forecasts" class="chart"></div>`, csvLink("forecasts")) +
