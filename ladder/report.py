@@ -122,6 +122,9 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
     from ladder.report_progress import add_progress
 
     add_progress(report, prediction, dep_dirs, config, tables)
+    from ladder.analysis.domain_forecasts import add_domains
+
+    add_domains(report, prediction, dep_dirs, config)
     return report, tables
 
 
@@ -260,6 +263,12 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
             if snap.get("later_marin_mean_abs_rel_error") is not None:
                 later += f" (Marin's curve on the same points {fmt(snap['later_marin_mean_abs_rel_error'], '.2%')})"
         lines.append(f"  snapshot at {at}: final {fmt(snap['predicted_final'])} [{fmt(snap['lower'])}, {fmt(snap['upper'])}]{later}")
+    for d in rep.get("domains") or []:
+        bt = d["backtest"]
+        cov = f", band held {fmt(bt.get('band_coverage'), '.0%')} of {bt.get('band_points')}" if bt.get("band_coverage") is not None else ""
+        act = f"; actual {fmt(d['actual_final'])} ({fmt(d['relative_error'], '+.2%')})" if d.get("actual_final") is not None else ""
+        lines.append(f"  domain {d['domain']}: final {fmt(d['predicted_final'])} [{fmt(d['lower'])}, {fmt(d['upper'])}]{act}; "
+                     f"backtest {','.join(bt['fit_on'])} -> {bt['predict']}: mean |error| {fmt(bt['mean_abs_rel_error'], '.2%')}{cov}")
     for c in hero.get("changes") or []:
         lines.append(f"  declared change at step {c['step']:,}: {c['what']}" + (f" ({c['note']})" if c.get("note") else ""))
     for e in hero.get("events") or []:

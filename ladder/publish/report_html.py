@@ -255,6 +255,14 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
             cols += [("marin", "Marin's", ".4f"), ("marin_error", "error Marin's", "+.2%")]
         parts.append(_section(f"Each point of {name} against the forecasts ({note})", _table(rows, cols), f"points-{name}"))
     parts += _history_sections(rep.get("hero") or {}, has_marin)
+    if rep.get("domains"):
+        rows = [{**d, **{f"bt_{k}": v for k, v in d["backtest"].items()}} for d in rep["domains"]]
+        parts.append(_section(f"Per-domain forecasts ({len(rows)} domains; backtest: the largest rung from the others)",
+                              _table(rows, [("domain", "domain", ""), ("predicted_final", "final", ".4f"),
+                                            ("lower", "lower", ".4f"), ("upper", "upper", ".4f"),
+                                            ("actual_final", "actual", ".4f"), ("bt_predict", "backtest on", ""),
+                                            ("bt_mean_abs_rel_error", "backtest mean |error|", ".2%"),
+                                            ("bt_band_coverage", "backtest inside band", ".0%")]), "domains"))
     exits = (rep.get("hero") or {}).get("band_exits") or []
     exits = exits + [e for s in (rep.get("actuals_summary") or {}).values() for e in s["band_exits"]]
     parts.append(_section(f"Where the actual left our band ({len(exits)} stretches)", _table(exits, [
