@@ -125,6 +125,9 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
     from ladder.analysis.domain_forecasts import add_domains
 
     add_domains(report, prediction, dep_dirs, config)
+    from ladder.analysis.dynamics import add_dynamics
+
+    add_dynamics(report, prediction, dep_dirs, config)
     return report, tables
 
 
@@ -269,6 +272,15 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
         act = f"; actual {fmt(d['actual_final'])} ({fmt(d['relative_error'], '+.2%')})" if d.get("actual_final") is not None else ""
         lines.append(f"  domain {d['domain']}: final {fmt(d['predicted_final'])} [{fmt(d['lower'])}, {fmt(d['upper'])}]{act}; "
                      f"backtest {','.join(bt['fit_on'])} -> {bt['predict']}: mean |error| {fmt(bt['mean_abs_rel_error'], '.2%')}{cov}")
+    dyn = rep.get("dynamics") or {}
+    for b in dyn.get("backtests") or []:
+        lines.append(f"  envelope backtest {b['metric']}: {b['predict']} from {', '.join(b['fit_on'])}: "
+                     f"{fmt(b['inside'], '.0%')} of {b['points']} steps inside the {fmt(b['level'], '.0%')} envelope")
+    for h in dyn.get("hero") or []:
+        lines.append(f"  hero {h['metric']}: {fmt(h['inside'], '.0%')} of {h['points']} steps inside its envelope"
+                     + (f" (first outside at step {h['first_outside_step']})" if h.get("first_outside_step") is not None else ""))
+    for e in dyn.get("spikes") or []:
+        lines.append(f"  spike in {e['metric']} at step {e['step']}: {fmt(e.get('size'), '.1f')}x its recent mean")
     for c in hero.get("changes") or []:
         lines.append(f"  declared change at step {c['step']:,}: {c['what']}" + (f" ({c['note']})" if c.get("note") else ""))
     for e in hero.get("events") or []:
