@@ -93,11 +93,24 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
         ctx = load_context(dirs.get("fit"), dirs.get("predict"), spec.hero.steps, spec.hero.batch_tokens)
     except (ImportErrorLine, NoForecast) as exc:
         raise UserError(str(exc)) from None
-    follower = Follower(follow_dir(spec.root, spec.name), ctx, source, tuple(spec.hero.changes), config, say=click.echo)
+    follower = Follower(follow_dir(spec.root, spec.name), ctx, source, tuple(spec.hero.changes), config, say=click.echo,
+                        envelopes=_envelopes(dirs, spec))
     if follower.state.get("done"):
         click.echo(f"follow: the hero already reached its last step ({follower.state['last_step']}); nothing to do")
         return 0
     return loop(follower, config)
+
+
+def _envelopes(dirs: dict[str, str], spec) -> dict:
+    """The rungs' training-metric envelopes at the hero's size (rungs trained here; none for imported rungs)."""
+    from ladder.analysis.dynamics import METRICS, envelope, rung_frames
+
+    local = {k: v for k, v in dirs.items() if "://" not in v}
+    rungs = rung_frames(local, [r.name for r in spec.rungs])
+    if len(rungs) < 3:
+        return {}
+    envs = {m: envelope(rungs, float(spec.hero.model.params_active), m, spec.fit.level) for m in METRICS}
+    return {m: e for m, e in envs.items() if not e.empty}
 
 
 def loop(follower, config) -> int:

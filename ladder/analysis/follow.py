@@ -26,7 +26,8 @@ import pandas as pd
 from ladder import layout
 from ladder.analysis import follow_alerts as alerts
 from ladder.analysis.follow_forecast import Context, half_width, rung_profile, snapshot
-from ladder.analysis.follow_source import Source, read_points
+from ladder.analysis.follow_metrics import envelope_events, metric_rows, spike_events
+from ladder.analysis.follow_source import Source, read
 
 FOLLOW_DIR = "follow"
 STATE = "state.json"
@@ -52,8 +53,9 @@ def follow_dir(root: str, ladder: str) -> Path:
 
 class Follower:
     def __init__(self, out: Path, ctx: Context, source: Source, changes: tuple, config: FollowConfig,
-                 say: Callable[[str], None] = print):
+                 say: Callable[[str], None] = print, envelopes: dict[str, pd.DataFrame] | None = None):
         self.out, self.ctx, self.source, self.changes, self.config, self.say = out, ctx, source, changes, config, say
+        self.envelopes = envelopes or {}  # tracked training metric -> the rungs' envelope at the hero's size
         self.state = layout.read_json(out / STATE, None) or {"polls": 0, "last_step": None, "snapshots": [],
                                                              "events": [], "notified": 0, "done": False}
         self.points = layout.read_jsonl(out / POINTS) if self.state["last_step"] is not None else pd.DataFrame()
@@ -71,7 +73,7 @@ class Follower:
 
     def poll(self) -> list[dict]:
         """Read the source, score and snapshot what is new, commit; returns the poll's events."""
-        pts = read_points(self.source)  # raises before anything is written
+        pts, records = read(self.source)  # raises before anything is written
         total = self.ctx.total_steps
         beyond = pts[pts["step"] > total]
         if not beyond.empty:
@@ -87,6 +89,7 @@ class Follower:
         state = {k: v for k, v in self.state.items()}
         state["polls"] = int(state["polls"]) + 1
         events = alerts.stall(state, not new.empty, self.config.stall, last)
+        events += self._metrics(records, state)
         if not new.empty:
             self.out.mkdir(parents=True, exist_ok=True)
             events += alerts.changes_passed(self.changes, last, int(new["step"].max()))
@@ -106,6 +109,18 @@ class Follower:
         self._commit(state)
         self._notify()
         return events
+
+    def _metrics(self, records: list[dict], state: dict) -> list[dict]:
+        """Envelope and spike alerts on the training metrics logged since the last poll."""
+        rows = metric_rows(records, self.ctx.total_steps)
+        if rows.empty:
+            return []
+        last = state.get("last_metric_step")
+        new = rows if last is None else rows[rows["step"] > last]
+        if new.empty:
+            return []
+        state["last_metric_step"] = int(new["step"].max())
+        return envelope_events(new, self.envelopes, state) + spike_events(new, state)
 
     def _current_curve(self) -> tuple[pd.DataFrame, int | None]:
         """The latest snapshot's curve, or the rungs-only prior before the first."""

@@ -63,11 +63,18 @@ def check(source: Source) -> None:
 def read_points(source: Source) -> pd.DataFrame:
     """The hero's eval points so far: step, tokens, loss. ImportErrorLine on bad input; SourceUnavailable
     when the source cannot be reached now."""
-    if source.kind == "csv":
-        records = read_export_csv(source.where)
-        return _points(records, source.metric, source.describe())
-    if source.kind == "jsonl":
-        return _points(_read_jsonl(source.where), source.metric, source.describe())
+    return read(source)[0]
+
+
+def read(source: Source) -> tuple[pd.DataFrame, list[dict]]:
+    """read_points' frame and, for a file, its raw records (the training metrics are read from them)."""
+    if source.kind in ("csv", "jsonl"):
+        records = read_export_csv(source.where) if source.kind == "csv" else _read_jsonl(source.where)
+        return _points(records, source.metric, source.describe()), records
+    return _wandb_points(source), []
+
+
+def _wandb_points(source: Source) -> pd.DataFrame:
     frames = []
     for run in source.runs:
         try:

@@ -267,3 +267,24 @@ def test_stitch_and_alert_rules():
     assert sig[0] == pytest.approx(0.02) and sig[1] == pytest.approx(0.02)  # never narrower further ahead
     assert sig[3] == pytest.approx(0.02 * 0.7 / 0.35)  # past the last bin: in proportion to the horizon
     assert math.isfinite(sig.sum())
+
+
+def test_metric_envelope_and_spike_alerts_once_and_across_restarts():
+    from ladder.analysis.follow_metrics import envelope_events, metric_rows, spike_events
+
+    env = pd.DataFrame({"frac_lo": [0.0, 0.5], "frac_hi": [0.5, 1.0], "centre": [1.0, 0.8], "lower": [0.5, 0.4],
+                        "upper": [2.0, 1.6], "rungs": [4, 4]})
+    grad = [1.0] * 30 + [3.0, 3.0, 1.0, 0.3, 1.0] + [1.0] * 10
+    records = [{"_step": 10 * (i + 1), "grad_norm": g, "train/loss": 3.0 - 0.01 * i} for i, g in enumerate(grad)]
+    rows = metric_rows(records, 500)
+    assert list(rows.columns[:3]) == ["step", "frac", "grad_norm"] and "loss" in rows
+    state: dict = {}
+    first, second = rows.iloc[:20], rows.iloc[20:]
+    ev = envelope_events(first, {"grad_norm": env}, state) + envelope_events(second, {"grad_norm": env}, state)
+    assert [(e["step"], e["side"]) for e in ev] == [(310, "above"), (340, "below")]  # two excursions, one alert each
+    spikes = spike_events(first, state)
+    json.dumps(state)  # the detector's history is carried in the (JSON) follow state
+    spikes += spike_events(second, state)
+    assert [(e["metric"], e["step"]) for e in spikes] == [("grad_norm", 310)]  # the second 3.0 is in the history now
+    # a long eval export has no training metrics: its `loss` is the eval metric
+    assert metric_rows([{"step": 1, "metric": "eval/x", "loss": 2.0}], 100).empty
