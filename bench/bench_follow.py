@@ -88,6 +88,23 @@ def main() -> None:
                       f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}")
             print(f"{s['at_frac']:.1%}   | horizon  | {new['n']} | {new['mae']:.2%} | {new['inside']:.0%} | {new['half']:.2%} | "
                   f"{new['half_minus_err']:+.4f} | {new['marin']:.2%}   (half-width over 28-55%: {hw_hidden:.2%})")
+        # The change rule on changes inside the visible points: the run-id switches of hero_runs.csv (gate/router
+        # weight decay at 58,014, the EP all-to-all and NCCL update at 81,716) declared as changes.
+        from ladder.spec import RunChange
+
+        runs = pd.read_csv(reference.data_dir() / "marin_moe_535b" / "hero_runs.csv")
+        declared = tuple(RunChange(int(r.first_step), str(r.change)) for r in runs.itertuples() if r.first_step > 0)
+        declared += tuple(hero.changes)
+        print("\nthe same snapshots with the visible run-id switches declared as changes too "
+              f"({', '.join(str(c.step) for c in declared)})")
+        earlier = []
+        for g in (0.10, 0.15, 0.20, 0.25):
+            at_step = int(pts[pts["frac"] <= g + 1e-9]["step"].max())
+            curve, s = ff.snapshot(ctx, pts, at_step, earlier, rungs, declared)
+            earlier.append({"at_frac": s["at_frac"], "curve": curve})
+            r = _score(curve, pts[pts["step"] > at_step], marin)
+            print(f"{s['at_frac']:.1%} | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
+                  f"{r['half_minus_err']:+.4f} | {r['marin']:.2%} | {s['band_rule'][-70:]}")
         errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
         print("\nrung snapshots (every 5% of each rung), band from the other pairs' horizon profile only")
         print("pair | points | inside 90% | mean half-width")
