@@ -202,7 +202,7 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
         start = readers.comparison_start(pred.to_dict("records"), "tokens" if "tokens" in pred else "step")
     pred_when = _when((layout.read_json(pdir / layout.STATUS, {}) or {}).get("end")) if pdir else "–"
     labels = {"ours": f"our forecast (written {pred_when})", "marin": "Marin's forecast (Marin's method, same rungs)",
-              "hero": "actual: hero (train loss, interval means)"}
+              "hero": "actual: hero (eval points)"}
     labels.update({k: f"actual: {k} (imported)" for k in actuals if k != "hero"})
     first = next(iter(actuals.values()), None)
     figs = {"f-rungs": report_figures.rungs_figure(rep, tables, law_curve, pred, first),

@@ -423,7 +423,7 @@ RENDER.hero = function (d) {
     <div><b>predicted final loss</b><span>${fmt(pr.predicted_final_loss)} [${fmt(pr.lower)}, ${fmt(pr.upper)}]</span></div>
     ${last !== null ? `<div><b>latest train loss</b><span>${fmt(last)} at step ${fmt(act.step ? act.step[act.step.length - 1] : null)}</span></div>` : ""}
     ${fc.length ? `<div><b>latest forecast</b><span>${fmt(fc[fc.length - 1].predicted_final)} (at step ${fmt(fc[fc.length - 1].at_step)})</span></div>` : ""}
-    <div><b>points outside the band</b><span class="${exits.length ? "warn" : ""}">${exits.length}${fs.points ? ` of ${fs.points} (from step ${fmt(fs.first_step)}, interval means)` : ""}</span></div>
+    <div><b>points outside the band</b><span class="${exits.length ? "warn" : ""}">${exits.length}${fs.points ? ` of ${fs.points} eval points (from step ${fmt(fs.first_step)})` : ""}</span></div>
     ${pr.law ? `<div><b>law</b><span>${esc(pr.law)}</span></div>` : ""}
   </div>`;
   main.innerHTML = card("Hero: predicted against actual", kv + `<div id="c-hero" class="chart tall"></div>`,
@@ -442,7 +442,8 @@ RENDER.hero = function (d) {
   const [px, py] = xy(pred, xk, "loss");
   traces.push({ x: px, y: py, mode: "lines", name: "predicted", line: { color: "#d62728", dash: "dash", width: 2 } });
   const [ax, ay] = xy(act, xk, "loss");
-  if (ay.length) traces.push({ x: ax, y: ay, mode: "lines", name: "actual (train)", line: { color: "#1d232b", width: 1.3 } });
+  // scored on the eval points; the train loss is drawn faintly behind them
+  if (ay.length) traces.push({ x: ax, y: ay, mode: "lines", name: "train loss", line: { color: "rgba(29,35,43,0.25)", width: 1 } });
   const [ex, ey] = xy(d.eval || {}, xk, "eval_loss");
   if (ey.length) traces.push({ x: ex, y: ey, mode: "lines+markers", name: "actual (eval)", line: { color: "#2ca02c" }, marker: { size: 5 } });
   const [bx, by] = xy(d.baseline || {}, xk, "loss");
