@@ -443,7 +443,7 @@ RENDER.hero = function (d) {
   traces.push({ x: px, y: py, mode: "lines", name: "predicted", line: { color: "#d62728", dash: "dash", width: 2 } });
   const [ax, ay] = xy(act, xk, "loss");
   // scored on the eval points; the train loss is drawn faintly behind them
-  if (ay.length) traces.push({ x: ax, y: ay, mode: "lines", name: "train loss", line: { color: "rgba(29,35,43,0.25)", width: 1 } });
+  if (ay.length) traces.push({ x: ax, y: ay, mode: "lines", name: "actual (train)", line: { color: "rgba(29,35,43,0.25)", width: 1 } });
   const [ex, ey] = xy(d.eval || {}, xk, "eval_loss");
   if (ey.length) traces.push({ x: ex, y: ey, mode: "lines+markers", name: "actual (eval)", line: { color: "#2ca02c" }, marker: { size: 5 } });
   const [bx, by] = xy(d.baseline || {}, xk, "loss");
