@@ -164,9 +164,13 @@ class Follower:
         for event in pending:
             if event.get("alert") and self.config.on_alert:
                 env = {**os.environ, **{f"LADDER_ALERT_{k.upper()}": _env_value(v) for k, v in event.items()}}
-                proc = subprocess.run(self.config.on_alert, shell=True, input=json.dumps(event), text=True, env=env,
-                                      capture_output=True)
-                if proc.returncode != 0:
+                try:  # a hook that hangs must not stop the follow: it gets a poll's time, at least a minute
+                    proc = subprocess.run(self.config.on_alert, shell=True, input=json.dumps(event), text=True, env=env,
+                                          capture_output=True, timeout=max(60.0, self.config.every_s))
+                except subprocess.TimeoutExpired:
+                    self.say(f"--on-alert timed out on {event['kind']} at step {event.get('step')}; not retried")
+                    proc = None
+                if proc is not None and proc.returncode != 0:
                     self.say(f"--on-alert exited {proc.returncode} on {event['kind']} at step {event.get('step')}: "
                              f"{(proc.stderr.strip().splitlines() or [''])[-1][:200]}")
             self.state["notified"] += 1

@@ -61,6 +61,18 @@ def test_band_exits_agree(root, report):
     assert sum(r["inside"] == "False" for r in curve) == doc["outside_band"]
 
 
+def test_report_json_carries_each_snapshot_curve_of_the_trained_hero(root, report):
+    snaps = report["hero"]["snapshots"]
+    assert snaps
+    per_step = layout.read_json(_dir(root, "hero") / layout.RESULT)
+    per_step = per_step["tokens"] / per_step["steps"]
+    for s in snaps:
+        curve = s["curve"]
+        assert set(curve[0]) == {"tokens", "loss", "lower", "upper"}
+        assert curve[0]["tokens"] >= s["at_step"] * per_step - 1  # the rest of the run, in tokens
+        assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
+
+
 def test_text_report_accounts_for_every_exit(report):
     from ladder.report import report_lines
 
