@@ -30,6 +30,8 @@ in the band. `fit.baseline="marin"` adds Marin's own method (a per-5% fit with E
 +0.005 on d2048's extrapolated tail) beside ours, on Marin's compute figures.
 """
 
+import dataclasses
+
 from ladder.spec import (
     DataSpec,
     DomainSpec,
@@ -39,6 +41,7 @@ from ladder.spec import (
     ModelSpec,
     OptimSpec,
     Resources,
+    RunChange,
     RungSpec,
     ScheduleSpec,
     WandbSpec,
@@ -83,8 +86,12 @@ LADDER = LadderSpec(
         run("d1536", moe(1536, 16, 12, 3), 6144, 15_128, 6, "481M / 11.5B, 381B tokens (Marin)"),
         run("d2048", moe(2048, 22, 16, 4), 11_264, 20_072, 11, "1.2B / 27.7B, 926B tokens (Marin; stopped at 80%)"),
     ),
-    hero=run("d6144", moe(6144, 48, 48, 12), 11_264, 390_251, 11,
-             "d6144, 48 layers, 22.76B active / 535.3B total, 18.0T tokens (Marin's hero)"),
+    hero=dataclasses.replace(
+        run("d6144", moe(6144, 48, 48, 12), 11_264, 390_251, 11,
+            "d6144, 48 layers, 22.76B active / 535.3B total, 18.0T tokens (Marin's hero)"),
+        # The hero's data mix changed at step 108,000 under a new W&B run id (issue #9126): `ladder follow`
+        # widens the forecast past it to the rungs-only band until 3 points after it, then re-anchors there.
+        changes=(RunChange(108_000, "data mix", "new mix under W&B run hero-mix-996f4891-step108k (marin #9126)"),)),
     # Marin trained on its own tokenized mixture; point this at yours to train (not needed to plan or predict).
     data=DataSpec(domains=(DomainSpec("pretraining_mix", "gs://your-bucket/tokenized/pretraining_mix", 1.0),)),
     # The final-loss law sees only the three complete rungs (3 points, 3 parameters): a side figure here, so a

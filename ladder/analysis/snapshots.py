@@ -70,6 +70,12 @@ def snapshots(fit_dir: str, hero_pts: pd.DataFrame, prior: pd.DataFrame, level: 
                         "later_mean_abs_rel_error": float(np.mean(np.abs(pred / later["loss"].to_numpy() - 1))),
                         "later_inside_band": float(np.mean((later["loss"] >= lo) & (later["loss"] <= hi))),
                         "later_mean_band_half_width": float(np.mean((hi - lo) / 2 / pred))})
+        steps = curve["frac"].to_numpy(float) * float(prior["step"].iloc[-1] / prior["frac"].iloc[-1])
+        rest = steps >= row["at_step"]
+        tokens = np.interp(steps, prior["step"], prior["tokens"]) if "tokens" in prior else steps * np.nan
+        row["curve"] = [{"tokens": float(t), "loss": float(lo_), "lower": float(a), "upper": float(b)}
+                        for t, lo_, a, b in zip(tokens[rest], curve["loss"][rest], curve["lower"][rest],
+                                                curve["upper"][rest], strict=True)]
         out.append(row)
         if out_dir is not None:
             layout.write_csv_atomic(Path(out_dir) / "snapshots" / f"{row['at_step']}.csv", curve)

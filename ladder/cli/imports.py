@@ -4,6 +4,7 @@ stand in for rungs or the hero) and `ladder import-wandb` (a W&B run's history, 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -47,6 +48,16 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
     spec = _spec(spec_path, overrides, root)
     if "://" in spec.root:
         raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
+    if from_wandb is None and _has_domain_column(results_csv):  # per-domain curves: kept beside the results
+        from ladder.analysis.domain_forecasts import DomainImportError, import_domain_curves
+
+        try:
+            frame = import_domain_curves(results_csv, {r.name for r in spec.all_runs()}, Path(spec.root) / spec.name)
+        except DomainImportError as exc:
+            raise UserError(str(exc)) from None
+        click.echo(f"recorded {frame['domain'].nunique()} domains' curves for {frame['name'].nunique()} runs "
+                   f"({len(frame)} rows) of {spec.name}; `ladder report {spec_path}` forecasts each domain")
+        return 0
     if from_wandb is None:
         frame, skipped = imported.read_results(results_csv, spec), []
     else:
@@ -107,3 +118,13 @@ def import_wandb(run_path, name, keys, from_csv, metric, root, ladder_name, as_j
         return 0
     click.echo(f"imported {n} rows of {run_path}{f' ({metric})' if metric else ''} as {name}: {out}")
     return 0
+
+
+def _has_domain_column(path: str) -> bool:
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return "domain" in [h.strip() for h in next(csv.reader(fh), [])]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # read_results names the problem

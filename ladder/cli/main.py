@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ladder.cli import export, fits_curves, imports, show, view
+from ladder.cli import export, fits_curves, follow, imports, show, view
 from ladder.cli import fits as fits_commands
 from ladder.cli.common import (
     EXIT_FAILED,
@@ -330,6 +330,7 @@ for _command in (
     imports.import_results, imports.import_wandb,
     show.show, show.env_cmd,
     export.compare, export.export,
+    follow.follow,
     view.report_command(), view.dashboard,
 ):
     main.add_command(_command)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ladder.dashboard.views_follow import followed_hero, tokens_per_step
 from ladder.outputs import layout, readers
 from ladder.outputs.files import JsonlTable, finite, natural_key, num, scalars
 from ladder.outputs.root import ANALYSIS_STEPS, IMPORTED_META, LAW_CURVE_CSV, LadderRoot, _kind
@@ -265,6 +266,13 @@ class Views(LadderRoot):
                     snaps.append({"at_step": int(p.stem),
                                   **self._columns(rows, ("step", "tokens", "loss", "lower", "upper"))})
             out["snapshots"] = snaps
+        if pd_ is not None and not out["forecasts"]:
+            followed_hero(self.files, self._columns, pd_.parent / "follow", out)
+        per_step = tokens_per_step(out["eval"]) or tokens_per_step(out["actual"])
+        for snap in out["snapshots"]:  # a trained hero's snapshot files are by step: one x unit on the chart
+            have = any(isinstance(t, int | float) for t in snap.get("tokens") or [])
+            if not have and per_step and snap.get("step"):
+                snap["tokens"] = [s * per_step for s in snap["step"]]
         imported = self.imported(ladder)
         for name, d in imported.items():
             rows = self.files.jsonl(d / layout.METRICS)
@@ -390,3 +398,4 @@ def _quantile(sorted_vals: list[float], q: float) -> float:
     i = int(math.floor(pos))
     j = min(i + 1, len(sorted_vals) - 1)
     return sorted_vals[i] + (pos - i) * (sorted_vals[j] - sorted_vals[i])
+

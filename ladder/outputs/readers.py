@@ -272,19 +272,22 @@ def tokens_per_s(progress: Any, result: Any) -> float | None:
 
 
 def _hero_series(files, hero_dir) -> dict[str, np.ndarray]:
-    """The hero's train loss where it trained here, else its recorded eval points (import-results)."""
+    """The hero's eval points (trained here or recorded with import-results): the forecast's final is an
+    eval loss, and the train loss's step-to-step noise crossed the band some 30 times on tiny's hero with
+    no news in it (issue 47); the train loss only where the hero has fewer than two evals."""
     from ladder.outputs import layout
 
-    metrics = files.jsonl(hero_dir / layout.METRICS)
-    if len(metrics):
-        return actual_series(metrics)
     evals = [{**r, "loss": r.get("eval_loss")} for r in files.jsonl(hero_dir / layout.EVAL)]
-    return actual_series(evals)
+    series = actual_series(evals)
+    if len(series["step"]) >= 2:
+        return series
+    metrics = files.jsonl(hero_dir / layout.METRICS)
+    return actual_series(metrics) if len(metrics) else series
 
 
 def hero_comparisons(files, predict_dir, hero_dir, imported: dict) -> dict[str, dict[str, Any]]:
-    """Every actual hero curve against the forecast: the hero trained here (its train loss, which
-    hero_curve.csv predicts) and each imported run named hero* (import-wandb --as hero_actual).
+    """Every actual hero curve against the forecast: the hero trained here (its eval points) and each
+    imported run named hero* (import-wandb --as hero_actual).
     {name: compare(...)}, the trained hero first."""
     from ladder.outputs import layout
 

@@ -127,6 +127,12 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
     from ladder.report.curves import add_progress
 
     add_progress(report, prediction, dep_dirs, config, tables)
+    from ladder.analysis.domain_forecasts import add_domains
+
+    add_domains(report, prediction, dep_dirs, config)
+    from ladder.analysis.dynamics import add_dynamics
+
+    add_dynamics(report, prediction, dep_dirs, config)
     return report, tables
 
 
@@ -272,7 +278,29 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
             later = f", later points mean |error| {fmt(snap['later_mean_abs_rel_error'], '.2%')}"
             if snap.get("later_inside_band") is not None:
                 later += f", {fmt(snap['later_inside_band'], '.0%')} inside"
+            if snap.get("later_marin_mean_abs_rel_error") is not None:
+                later += f" (Marin's curve on the same points {fmt(snap['later_marin_mean_abs_rel_error'], '.2%')})"
         lines.append(f"  snapshot at {at}: final {fmt(snap['predicted_final'])} [{fmt(snap['lower'])}, {fmt(snap['upper'])}]{later}")
+    for d in rep.get("domains") or []:
+        bt = d["backtest"]
+        cov = f", band held {fmt(bt.get('band_coverage'), '.0%')} of {bt.get('band_points')}" if bt.get("band_coverage") is not None else ""
+        act = f"; actual {fmt(d['actual_final'])} ({fmt(d['relative_error'], '+.2%')})" if d.get("actual_final") is not None else ""
+        lines.append(f"  domain {d['domain']}: final {fmt(d['predicted_final'])} [{fmt(d['lower'])}, {fmt(d['upper'])}]{act}; "
+                     f"backtest {','.join(bt['fit_on'])} -> {bt['predict']}: mean |error| {fmt(bt['mean_abs_rel_error'], '.2%')}{cov}")
+    dyn = rep.get("dynamics") or {}
+    for b in dyn.get("backtests") or []:
+        lines.append(f"  envelope backtest {b['metric']}: {b['predict']} from {', '.join(b['fit_on'])}: "
+                     f"{fmt(b['inside'], '.0%')} of {b['points']} steps inside the {fmt(b['level'], '.0%')} envelope")
+    for h in dyn.get("hero") or []:
+        lines.append(f"  hero {h['metric']}: {fmt(h['inside'], '.0%')} of {h['points']} steps inside its envelope"
+                     + (f" (first outside at step {h['first_outside_step']})" if h.get("first_outside_step") is not None else ""))
+    for e in dyn.get("spikes") or []:
+        lines.append(f"  spike in {e['metric']} at step {e['step']}: {fmt(e.get('size'), '.1f')}x its recent mean")
+    for c in hero.get("changes") or []:
+        lines.append(f"  declared change at step {c['step']:,}: {c['what']}" + (f" ({c['note']})" if c.get("note") else ""))
+    for e in hero.get("events") or []:
+        if e.get("alert"):
+            lines.append(f"  alert {e['kind']} (poll {e.get('poll')}): {e['message']}")
     return lines
 
 

@@ -7,7 +7,10 @@ Keys (report.json):
   hero.backtests, hero.coverage, hero.asymptote_E, hero.interval
   hero.partial             the hero's recorded curve stops short of its steps (no actual final yet)
   hero.recorded            the hero's recorded points against ours (and each baseline), from COMPARE_FROM on
-  hero.snapshots           [{at_frac, at_step, predicted_final, lower, upper, later_mean_abs_rel_error, ...}]
+  hero.snapshots           [{at_frac, at_step, predicted_final, lower, upper, later_mean_abs_rel_error, ...,
+                            curve: [{tokens, loss, lower, upper}] over the rest of the run}]
+  hero.events, hero.follow a followed hero's alerts and marks, and where `ladder follow` stands
+  hero.changes             the hero's declared changes (hero.changes in the spec)
   baselines.<name>         {predicted_final_loss, lower, upper, level, law, method, curve, recorded}
 """
 
@@ -82,6 +85,13 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
         baselines[name] = {**b, "curve": _curve_records(table) if not table.empty else []}
         tables[f"baseline/{name}"] = table
     report["baselines"] = baselines
+    hero["changes"] = list(config.get("hero_changes") or [])
+    from ladder.analysis.follow_report import followed
+
+    live = followed(Path(predict_dir).parent, {n: tables[f"baseline/{n}"] for n in baselines
+                                               if not tables[f"baseline/{n}"].empty})
+    if live is not None:  # `ladder follow`: its snapshots are the hero's forecast history
+        hero.update(live)
 
     if not hero_dir:
         return
@@ -99,20 +109,33 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
         table = tables.get(f"baseline/{name}")
         if table is not None and not table.empty:
             b["recorded"] = compare(table, pts)
-    hero["snapshots"] = snapshots(dep_dirs["fit"], pts, curve, float(p.get("level") or 0.9))
+    if live is None:
+        hero["snapshots"] = snapshots(dep_dirs["fit"], pts, curve, float(p.get("level") or 0.9))
     tables["hero_recorded"] = pts
 
 
 def trained_snapshots(hero_dir: str) -> list[dict]:
     """A hero trained here: each forecast snapshot (forecasts.jsonl) with its error on the evals after it."""
     evals = layout.read_jsonl(Path(hero_dir) / layout.EVAL)
+    # tokens per step from the hero's own evals: its snapshot files are by step
+    per_step = None
+    if not evals.empty and {"tokens", "step"} <= set(evals.columns) and float(evals["step"].max()) > 0:
+        last = evals.sort_values("step").iloc[-1]
+        per_step = float(last["tokens"]) / float(last["step"])
     out = []
     for snap in layout.iter_jsonl(Path(hero_dir) / layout.FORECASTS):
         row = dict(snap)
         path = Path(hero_dir) / layout.FORECAST_DIR / f"{snap['at_step']}.csv"
         later = evals[evals["step"] > snap["at_step"]] if not evals.empty and "eval_loss" in evals else evals
-        if path.exists() and not later.empty:
-            curve = pd.read_csv(path)
+        curve = pd.read_csv(path) if path.exists() else None
+        if curve is not None and {"lower", "upper"} <= set(curve.columns):
+            from ladder.analysis.follow_report import curve_after
+
+            if "tokens" not in curve and per_step:
+                curve = curve.assign(tokens=curve["step"] * per_step)
+            if "tokens" in curve:
+                row["curve"] = curve_after(curve, snap["at_step"])
+        if curve is not None and not later.empty:
             pred = np.interp(later["step"], curve["step"], curve["loss"])
             row["later_points"] = int(len(later))
             row["later_mean_abs_rel_error"] = float(np.mean(np.abs(pred / later["eval_loss"].to_numpy(float) - 1)))

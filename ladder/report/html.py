@@ -202,16 +202,19 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
         start = readers.comparison_start(pred.to_dict("records"), "tokens" if "tokens" in pred else "step")
     pred_when = _when((layout.read_json(pdir / layout.STATUS, {}) or {}).get("end")) if pdir else "–"
     labels = {"ours": f"our forecast (written {pred_when})", "marin": "Marin's forecast (Marin's method, same rungs)",
-              "hero": "actual: hero (train loss, interval means)"}
+              "hero": "actual: hero (eval points)"}
     labels.update({k: f"actual: {k} (imported)" for k in actuals if k != "hero"})
     first = next(iter(actuals.values()), None)
     figs = {"f-rungs": report_figures.rungs_figure(rep, tables, law_curve, pred, first),
             "f-hero": report_figures.hero_figure(pred, baseline, actuals, start, labels),
             "f-errors": report_figures.error_figure(actuals, "tokens" if "tokens" in pred else "step"),
             "f-law": report_figures.law_figure(rep, runs, law_curve)}
+    # titles name only the baselines this ladder has (a ladder without Marin's method has no Marin curve)
+    has_marin = baseline is not None and not getattr(baseline, "empty", True)
     titles = {"f-rungs": "Rungs and the law at each fraction of the run",
-              "f-hero": "Hero: our forecast and band, Marin's forecast, the actual points",
-              "f-errors": "Each point's error, ours and Marin's", "f-law": "Final loss against compute"}
+              "f-hero": "Hero: our forecast and band, " + ("Marin's forecast, " if has_marin else "") + "the actual points",
+              "f-errors": "Each point's error, ours" + (" and Marin's" if has_marin else ""),
+              "f-law": "Final loss against compute"}
     fit = rep.get("fit") or {}
     bt = rep.get("backtest") or {}
     bt_rows = [{"what": "final-loss law", "fit_on": ", ".join(bt.get("fit_on") or []), "predict": bt.get("predict"),
@@ -243,7 +246,7 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
             ("actual", "actual curve", ""), ("from_step", "compared from step", ",.0f"), ("points", "points", ",.0f"),
             ("inside", "inside band", ",.0f"), ("outside", "outside", ",.0f"), ("fraction_inside", "% inside", ".1%"),
             ("ours", "mean |error| ours", ".2%"), ("ours_2nd_half", "ours, 2nd half", ".2%"),
-            ("marin", "mean |error| Marin's", ".2%")]), "prediction"))
+            *([("marin", "mean |error| Marin's", ".2%")] if has_marin else [])]), "prediction"))
     for name, frame in actuals.items():
         rows, note = _point_rows(frame)
         cols = [("step", "step", ",.0f"), ("tokens", "tokens", ".4g"), ("actual", "actual", ".4f"), ("predicted", "ours", ".4f"),
@@ -251,6 +254,15 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
         if frame["marin"].notna().any():
             cols += [("marin", "Marin's", ".4f"), ("marin_error", "error Marin's", "+.2%")]
         parts.append(_section(f"Each point of {name} against the forecasts ({note})", _table(rows, cols), f"points-{name}"))
+    parts += _history_sections(rep.get("hero") or {}, has_marin)
+    if rep.get("domains"):
+        rows = [{**d, **{f"bt_{k}": v for k, v in d["backtest"].items()}} for d in rep["domains"]]
+        parts.append(_section(f"Per-domain forecasts ({len(rows)} domains; backtest: the largest rung from the others)",
+                              _table(rows, [("domain", "domain", ""), ("predicted_final", "final", ".4f"),
+                                            ("lower", "lower", ".4f"), ("upper", "upper", ".4f"),
+                                            ("actual_final", "actual", ".4f"), ("bt_predict", "backtest on", ""),
+                                            ("bt_mean_abs_rel_error", "backtest mean |error|", ".2%"),
+                                            ("bt_band_coverage", "backtest inside band", ".0%")]), "domains"))
     exits = (rep.get("hero") or {}).get("band_exits") or []
     exits = exits + [e for s in (rep.get("actuals_summary") or {}).values() for e in s["band_exits"]]
     parts.append(_section(f"Where the actual left our band ({len(exits)} stretches)", _table(exits, [
@@ -286,3 +298,27 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
             f"<title>{title}</title><style>{CSS}</style><script>{plotly}</script></head><body>"
             f"<main id='main'>{''.join(parts)}</main><div id='diag' hidden></div><script>{script}</script></body></html>")
+
+
+def _history_sections(hero: dict, has_marin: bool) -> list[str]:
+    """The forecast history (each snapshot's final, band and error on the points after it), the alerts and
+    the declared changes."""
+    out = []
+    snaps = hero.get("snapshots") or []
+    if snaps:
+        cols = [("at_step", "snapshot at step", ",.0f"), ("predicted_final", "final", ".4f"), ("lower", "lower", ".4f"),
+                ("upper", "upper", ".4f"), ("later_points", "later points", ",.0f"),
+                ("later_mean_abs_rel_error", "mean |error| on them", ".2%"), ("later_inside_band", "inside band", ".0%"),
+                ("later_mean_band_half_width", "band half-width", ".2%")]
+        if has_marin:
+            cols.append(("later_marin_mean_abs_rel_error", "Marin's |error| on them", ".2%"))
+        out.append(_section(f"Forecast history ({len(snaps)} snapshots)", _table(snaps, cols), "forecast-history"))
+    changes = hero.get("changes") or []
+    if changes:
+        out.append(_section(f"Declared changes ({len(changes)})", _table(changes, [
+            ("step", "step", ",.0f"), ("what", "what", ""), ("note", "note", "")]), "changes"))
+    alerts = [e for e in hero.get("events") or [] if e.get("alert")]
+    if alerts:
+        out.append(_section(f"Alerts ({len(alerts)})", _table(alerts, [
+            ("poll", "poll", ",.0f"), ("kind", "kind", ""), ("step", "step", ",.0f"), ("message", "", "")]), "alerts"))
+    return out

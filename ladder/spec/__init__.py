@@ -45,6 +45,7 @@ from .runs import (
     LadderSpec,
     OptimSpec,
     Resources,
+    RunChange,
     RungSpec,
     ScheduleSpec,
     TargetSpec,
@@ -57,7 +58,7 @@ __all__ = [
     "BALANCING", "BUILTIN_SOURCES", "COMPUTE_DTYPES", "COOLDOWN_SHAPES", "COSMETIC_FIELDS", "HASH_NEUTRAL_DEFAULTS",
     "PARALLEL_MODES", "REPLICA_SEED_STRIDE", "RULE_KINDS", "SCHEDULES", "WANDB_MODES",
     "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "IsoFlopBudget", "IsoFlopSpec", "LadderSpec", "ModelSpec",
-    "OptimSpec", "Resources", "Rule", "RungSpec", "ScheduleSpec", "SpecError", "TargetSpec", "WandbSpec",
+    "OptimSpec", "Resources", "Rule", "RunChange", "RungSpec", "ScheduleSpec", "SpecError", "TargetSpec", "WandbSpec",
     "apply_overrides", "data_from_dict", "deepseek_batch_rule", "deepseek_lr_rule", "load_spec", "resolve",
     "resolve_rung", "rung_from_dict", "to_dict", "validate",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from ladder import spec as spec_mod
 
-SPEC_CLASSES = ("LadderSpec", "RungSpec", "ModelSpec", "OptimSpec", "ScheduleSpec", "Resources", "Rule",
+SPEC_CLASSES = ("LadderSpec", "RungSpec", "RunChange", "ModelSpec", "OptimSpec", "ScheduleSpec", "Resources", "Rule",
                 "TargetSpec", "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "WandbSpec", "IsoFlopSpec",
                 "IsoFlopBudget")
 
@@ -46,6 +46,12 @@ FIELD_DOCS = {
     "RungSpec.n_checkpoints": "checkpoints per run when checkpoint_every is 0 (a rerun resumes from the newest)",
     "RungSpec.resources": "what the run asks of the cluster (Resources; not hashed)",
     "RungSpec.description": "free text (not hashed)",
+    "RungSpec.changes": "changes made mid-run (RunChange: step, what, note), e.g. a data-mix switch; `ladder follow` "
+                        "widens the forecast past each to the rungs-only band until 3 points after it, then re-anchors "
+                        "there; the report and dashboard mark each (recorded, not hashed)",
+    "RunChange.step": "the step the change was made at (before the run's last step)",
+    "RunChange.what": "what changed: 'data mix', 'lr', 'batch size' ...",
+    "RunChange.note": "free text: why, where it is recorded (a W&B run id, an issue)",
     "ModelSpec.d_model": "width of the residual stream",
     "ModelSpec.n_layers": "transformer blocks",
     "ModelSpec.n_heads": "attention heads (head dim = d_model / n_heads)",

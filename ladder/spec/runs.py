@@ -81,6 +81,17 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class RunChange:
+    """A change made to a run mid-way (a data-mix switch, an LR or batch change): from `step` on, the run
+    is not the one the ladder forecast. `ladder follow` carries it (ladder.analysis.follow_bands); the
+    report and the dashboard mark it."""
+
+    step: int
+    what: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class RungSpec:
     """One training run: a rung of the ladder, or its hero.
 
@@ -113,6 +124,8 @@ class RungSpec:
     budget: float = 0.0
     # how the model and tokens were chosen (e.g. "isoflop: N_opt(1e12) = 3.1e4"); recorded, not hashed
     placement: str = ""
+    # changes made mid-run, declared after the fact (a hero's mix switch): recorded, not hashed
+    changes: tuple[RunChange, ...] = ()
 
     @property
     def flops(self) -> float:

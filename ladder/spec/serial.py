@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .model import COSMETIC_FIELDS, ModelSpec, Rule
-from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RungSpec, ScheduleSpec, TargetSpec
+from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec
 
 
 def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
@@ -28,7 +28,7 @@ def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
 
 _TYPES = {
     cls.__name__: cls
-    for cls in (Rule, ModelSpec, ScheduleSpec, OptimSpec, Resources, RungSpec, TargetSpec, DomainSpec, DataSpec)
+    for cls in (Rule, ModelSpec, ScheduleSpec, OptimSpec, Resources, RungSpec, TargetSpec, DomainSpec, DataSpec, RunChange)
 }
 
 
@@ -53,6 +53,7 @@ def rung_from_dict(d: Mapping[str, Any]) -> RungSpec:
         description=d.get("description", ""),
         budget=d.get("budget", 0.0),
         placement=d.get("placement", ""),
+        changes=tuple(RunChange(**c) for c in d.get("changes") or ()),
     )
 
 

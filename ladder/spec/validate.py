@@ -102,6 +102,22 @@ def _validate_model(problems: list[str], path: str, m: ModelSpec) -> None:
     _number_in(problems, f"{path}.aux_loss_coef", m.aux_loss_coef, 0, 10)
 
 
+def _validate_changes(problems: list[str], path: str, r: RungSpec) -> None:
+    from .runs import RunChange
+
+    for i, c in enumerate(r.changes or ()):
+        where = f"{path}.changes[{i}]"
+        if not isinstance(c, RunChange):
+            problems.append(f"{where}: expected RunChange(step, what, note), got {type(c).__name__}")
+            continue
+        if not isinstance(c.step, int) or c.step <= 0:
+            problems.append(f"{where}.step: {c.step!r} must be a positive step")
+        elif isinstance(r.batch_size, int) and isinstance(r.tokens, int) and r.seq_len and c.step >= r.steps:
+            problems.append(f"{where}.step: {c.step} is beyond the run's {r.steps} steps; give the step the change was made at")
+        if not isinstance(c.what, str) or not c.what.strip():
+            problems.append(f"{where}.what: say what changed (e.g. 'data mix')")
+
+
 def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
     if not isinstance(r, RungSpec):
         problems.append(f"{path}: expected a RungSpec, got {type(r).__name__}")
@@ -111,6 +127,7 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
     _validate_model(problems, f"{path}.model", r.model)
     _positive_int(problems, f"{path}.tokens", r.tokens)
     _positive_int(problems, f"{path}.seq_len", r.seq_len)
+    _validate_changes(problems, path, r)
     if isinstance(r.batch_size, Rule):
         _validate_rule(problems, f"{path}.batch_size", r.batch_size)
     else:

@@ -75,7 +75,7 @@ def _hero(root: Path):
 
 @pytest.mark.slow
 def test_gang_of_two_processes_trains_the_losses_of_one_process_over_two_devices(two_nodes, one_process, tmp_path):
-    from ladder import stages
+    from ladder.dag import stages
 
     result = stages.train_alone(_hero(tmp_path), "hero", max_steps=STEPS)
     assert result["status"] == "SUCCESS" and result["processes"] == 2 and result["devices"] == 2, result

@@ -1,5 +1,5 @@
 """On a real smoke ladder, every number the report and the dashboard both show means the same:
-band exits on the same series (interval means) from the same start, the law's parameters with
+band exits on the same series (the hero's eval points) from the same start, the law's parameters with
 their bootstrap intervals, when each step began running, the finished hero's throughput."""
 
 from __future__ import annotations
@@ -50,15 +50,26 @@ def test_band_exits_agree(root, report):
     assert doc["fraction_inside_band"] == pytest.approx(view["summary"]["fraction_inside"])
     assert report["hero"]["curve_fraction_inside_band"] == pytest.approx(doc["fraction_inside_band"])
     assert doc["band_exits"] == view["stretches"]
-    # on interval means: each judged point's loss is the mean the trainer logged for its interval
-    metrics = {r["step"]: r for r in layout.iter_jsonl(_dir(root, "hero") / layout.METRICS)}
-    assert all(metrics[s].get("loss_mean", metrics[s]["loss"]) == pytest.approx(y)
-               for s, y in zip(view["points"]["step"], view["points"]["loss"], strict=True))
-    assert any("loss_mean" in metrics[s] and metrics[s]["loss_mean"] != metrics[s]["loss"] for s in view["points"]["step"])
+    # on the hero's eval points (the forecast's final is an eval loss; the train loss's noise is no news)
+    evals = {r["step"]: r["eval_loss"] for r in layout.iter_jsonl(_dir(root, "hero") / layout.EVAL)}
+    assert all(evals[s] == pytest.approx(y) for s, y in zip(view["points"]["step"], view["points"]["loss"], strict=True))
+    assert len(view["points"]["step"]) >= 2
     # and the report's curve.csv is the same table
     curve = list(_read_csv(_dir(root, "report") / "curve.csv"))
     assert [int(float(r["step"])) for r in curve] == view["points"]["step"]
     assert sum(r["inside"] == "False" for r in curve) == doc["outside_band"]
+
+
+def test_report_json_carries_each_snapshot_curve_of_the_trained_hero(root, report):
+    snaps = report["hero"]["snapshots"]
+    assert snaps
+    per_step = layout.read_json(_dir(root, "hero") / layout.RESULT)
+    per_step = per_step["tokens"] / per_step["steps"]
+    for s in snaps:
+        curve = s["curve"]
+        assert set(curve[0]) == {"tokens", "loss", "lower", "upper"}
+        assert curve[0]["tokens"] >= s["at_step"] * per_step - 1  # the rest of the run, in tokens
+        assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
 
 
 def test_text_report_accounts_for_every_exit(report):

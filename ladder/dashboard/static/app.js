@@ -405,12 +405,15 @@ RENDER.hero = function (d) {
   const exits = d.exits || [];
   const fc = d.forecasts || [];
   const comps = d.comparisons || {};
+  // name only the baselines this ladder has: no empty "Marin's" column or title on a ladder without it
+  const hasMarin = ((d.baseline || {}).loss || []).length > 0;
   const cmpRows = Object.entries(comps).map(([name, c]) => {
     const s = c.summary || {};
-    return { actual: name, "compared from step": s.first_step, points: s.points, "outside band": s.outside,
+    const row = { actual: name, "compared from step": s.first_step, points: s.points, "outside band": s.outside,
       "% inside": typeof s.fraction_inside === "number" ? (100 * s.fraction_inside).toFixed(1) + "%" : "",
-      "mean |error| ours": typeof s.mean_abs_error === "number" ? (100 * s.mean_abs_error).toFixed(2) + "%" : "",
-      "mean |error| Marin's": typeof s.marin_mean_abs_error === "number" ? (100 * s.marin_mean_abs_error).toFixed(2) + "%" : "" };
+      "mean |error| ours": typeof s.mean_abs_error === "number" ? (100 * s.mean_abs_error).toFixed(2) + "%" : "" };
+    if (hasMarin) row["mean |error| Marin's"] = typeof s.marin_mean_abs_error === "number" ? (100 * s.marin_mean_abs_error).toFixed(2) + "%" : "";
+    return row;
   });
   const first = Object.values(comps)[0];
   const fs = first ? first.summary || {} : {};
@@ -420,13 +423,13 @@ RENDER.hero = function (d) {
     <div><b>predicted final loss</b><span>${fmt(pr.predicted_final_loss)} [${fmt(pr.lower)}, ${fmt(pr.upper)}]</span></div>
     ${last !== null ? `<div><b>latest train loss</b><span>${fmt(last)} at step ${fmt(act.step ? act.step[act.step.length - 1] : null)}</span></div>` : ""}
     ${fc.length ? `<div><b>latest forecast</b><span>${fmt(fc[fc.length - 1].predicted_final)} (at step ${fmt(fc[fc.length - 1].at_step)})</span></div>` : ""}
-    <div><b>points outside the band</b><span class="${exits.length ? "warn" : ""}">${exits.length}${fs.points ? ` of ${fs.points} (from step ${fmt(fs.first_step)}, interval means)` : ""}</span></div>
+    <div><b>points outside the band</b><span class="${exits.length ? "warn" : ""}">${exits.length}${fs.points ? ` of ${fs.points} eval points (from step ${fmt(fs.first_step)})` : ""}</span></div>
     ${pr.law ? `<div><b>law</b><span>${esc(pr.law)}</span></div>` : ""}
   </div>`;
   main.innerHTML = card("Hero: predicted against actual", kv + `<div id="c-hero" class="chart tall"></div>`,
     csvLink("hero_curve", "predicted.csv") + csvLink("metrics.hero", "actual.csv") + csvLink("hero_points", "points.csv") +
     csvLink("band_exits", "exits.csv")) +
-    (cmpRows.length ? card("Each actual point against the forecasts: ours and Marin's", table(cmpRows) +
+    (cmpRows.length ? card("Each actual point against the forecasts: ours" + (hasMarin ? " and Marin's" : ""), table(cmpRows) +
       `<div id="c-errors" class="chart short"></div>`, csvLink("hero_points", "points.csv")) : "") +
     `<div class="grid2">` +
     card("How the forecast moved as the hero trained", `<div id="c-forecasts" class="chart"></div>`, csvLink("forecasts")) +
@@ -439,7 +442,8 @@ RENDER.hero = function (d) {
   const [px, py] = xy(pred, xk, "loss");
   traces.push({ x: px, y: py, mode: "lines", name: "predicted", line: { color: "#d62728", dash: "dash", width: 2 } });
   const [ax, ay] = xy(act, xk, "loss");
-  if (ay.length) traces.push({ x: ax, y: ay, mode: "lines", name: "actual (train)", line: { color: "#1d232b", width: 1.3 } });
+  // scored on the eval points; the train loss is drawn faintly behind them
+  if (ay.length) traces.push({ x: ax, y: ay, mode: "lines", name: "actual (train)", line: { color: "rgba(29,35,43,0.25)", width: 1 } });
   const [ex, ey] = xy(d.eval || {}, xk, "eval_loss");
   if (ey.length) traces.push({ x: ex, y: ey, mode: "lines+markers", name: "actual (eval)", line: { color: "#2ca02c" }, marker: { size: 5 } });
   const [bx, by] = xy(d.baseline || {}, xk, "loss");
@@ -466,6 +470,18 @@ RENDER.hero = function (d) {
     const xs = traces.flatMap((t) => t.x).filter((v) => typeof v === "number" && v > 0);
     heroLay.xaxis.range = [Math.log10(startX / 3), Math.log10(Math.max(...xs) * 1.1)];
   }
+  const changes = d.changes || [];
+  const alertsOf = (d.events || []).filter((e) => e.alert);
+  if (changes.length) {
+    heroLay.shapes = (heroLay.shapes || []).concat(changes.map((c) => ({ type: "line", xref: "x", yref: "paper",
+      x0: c[xk], x1: c[xk], y0: 0, y1: 1, line: { color: "#ff7f0e", dash: "dash", width: 1.5 } })));
+    heroLay.annotations = changes.map((c) => ({ x: Math.log10(c[xk]), y: 1, xref: "x", yref: "paper", showarrow: false,
+      text: "change: " + esc(c.what), font: { color: "#ff7f0e", size: 11 }, yanchor: "bottom" }));
+  }
+  const bandAlerts = alertsOf.filter((e) => e.kind === "band_exit" && typeof e.loss === "number");
+  if (bandAlerts.length) traces.push({ x: bandAlerts.map((e) => (xk === "tokens" ? e.tokens : e.step)), y: bandAlerts.map((e) => e.loss),
+    mode: "markers", name: "alert: left the band", marker: { symbol: "triangle-up", size: 12, color: "#ff7f0e" },
+    text: bandAlerts.map((e) => e.message) });
   plot("c-hero", traces, heroLay);
   if (cmpRows.length) {
     const et = [];
@@ -488,7 +504,13 @@ RENDER.hero = function (d) {
         arrayminus: fc.map((f) => f.predicted_final - (f.lower ?? f.predicted_final)) }, line: { color: "#1f77b4" } }];
     if (typeof pr.predicted_final_loss === "number") ftr.push({ x: [fx[0], fx[fx.length - 1]], y: [pr.predicted_final_loss, pr.predicted_final_loss],
       mode: "lines", name: "prediction before the hero", line: { color: "#d62728", dash: "dash" } });
-    plot("c-forecasts", ftr, layout("", "hero step of the forecast", "predicted final loss"));
+    const moved = alertsOf.filter((e) => e.kind !== "band_exit" && typeof e.step === "number");
+    if (moved.length) ftr.push({ x: moved.map((e) => e.step), y: moved.map((e) => e.predicted_final ?? fc[fc.length - 1].predicted_final),
+      mode: "markers", name: "alerts", marker: { symbol: "triangle-up", size: 12, color: "#ff7f0e" }, text: moved.map((e) => e.message) });
+    const fLay = layout("", "hero step of the forecast", "predicted final loss");
+    fLay.shapes = changes.map((c) => ({ type: "line", xref: "x", yref: "paper", x0: c.step, x1: c.step, y0: 0, y1: 1,
+      line: { color: "#ff7f0e", dash: "dash", width: 1.5 } }));
+    plot("c-forecasts", ftr, fLay);
   } else {
     document.getElementById("c-forecasts").outerHTML = empty("no forecast snapshots yet");
   }

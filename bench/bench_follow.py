@@ -1,0 +1,120 @@
+"""Live bands of `ladder follow` on the 535B case, offline: each snapshot of the hero's visible points
+(5%, 10% ... 27.7% of its run) scored on the visible points after it, the earlier rule (report's
+snapshots, ladder.analysis.snapshots) beside the horizon rule (ladder.analysis.follow_forecast) and
+Marin's curve on the same points; and the horizon band on every rung snapshot, each (pair) scored with
+a profile measured on the other pairs only. Also the band's half-width over the points the issue's
+table scored (28-55% of the run, after the mix switch), which this repository does not hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = str(REPO / "experiments" / "marin_moe_535b.py")
+Z90 = 1.6448536269514722
+
+
+def _cli(*args: str) -> None:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    proc = subprocess.run([str(Path(sys.executable).parent / "ladder"), *args], capture_output=True, text=True,
+                          timeout=600, cwd=REPO, env=env)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"ladder {args[0]} failed: {proc.stderr[-500:]}")
+
+
+def _score(curve: pd.DataFrame, later: pd.DataFrame, marin: pd.DataFrame) -> dict:
+    f, y = later["frac"].to_numpy(float), later["loss"].to_numpy(float)
+    p = np.interp(f, curve["frac"], curve["loss"])
+    lo, hi = np.interp(f, curve["frac"], curve["lower"]), np.interp(f, curve["frac"], curve["upper"])
+    half = np.log(hi / p)
+    return {"n": len(f), "mae": np.mean(np.abs(p / y - 1)), "inside": np.mean((y >= lo) & (y <= hi)),
+            "half": np.mean((hi - lo) / 2 / p), "half_minus_err": np.min(half - np.abs(np.log(p / y))),
+            "marin": np.mean(np.abs(np.interp(f, marin["frac"], marin["loss"]) / y - 1))}
+
+
+def main() -> None:
+    from fits import reference
+    from fits.matched_progress_choice import calibration_pairs
+    from ladder.analysis import follow_forecast as ff
+    from ladder.analysis.follow_bands import horizon_profile, profile_sigma, rung_horizon_errors
+    from ladder.analysis.snapshots import snapshots as old_snapshots
+    from ladder.dag import stages
+    from ladder.spec.load import load_spec
+
+    with tempfile.TemporaryDirectory(prefix="bench-follow-") as tmp:
+        root = str(Path(tmp) / "root")
+        _cli("import-results", SPEC, str(reference.data_dir() / "marin_moe_535b" / "rung_curves.csv"), "--root", root)
+        _cli("submit", SPEC, "--root", root, "--no-progress", "--wandb", "disabled")
+        spec = dataclasses.replace(load_spec(SPEC), root=root)
+        dirs = stages.step_dirs(spec)
+        hero = spec.hero
+        ctx = ff.load_context(dirs["fit"], dirs["predict"], hero.steps, hero.batch_tokens)
+        marin = pd.read_csv(Path(dirs["predict"]) / "baseline_marin.csv")
+        ev = reference.marin_hero_eval()
+        pts = pd.DataFrame({"step": ev["step"].astype(int), "loss": ev["loss"].astype(float)})
+        pts = pts[pts["step"] > 0].assign(frac=lambda d: d["step"] / hero.steps).reset_index(drop=True)
+        rungs = ff.rung_profile(ctx)
+        prior = ctx.prior
+        old = {round(r["at_frac"], 3): r for r in old_snapshots(dirs["fit"], pts.assign(tokens=pts["step"] * hero.batch_tokens),
+                                                                prior, ctx.level, out_dir=tmp)}
+        print(f"535B hero, visible points (to 27.7%), {len(pts)} points; Marin's curve on the same points")
+        print("snapshot | rule     | later n | mean |err| | inside 90% | mean half-width | min(half - |err|) (log) | Marin |err|")
+        earlier = []
+        for g in (0.05, 0.10, 0.15, 0.20, 0.25, 0.277):
+            at_step = int(pts[pts["frac"] <= g + 1e-9]["step"].max())
+            curve, s = ff.snapshot(ctx, pts, at_step, earlier, rungs, tuple(hero.changes))
+            earlier.append({"at_frac": s["at_frac"], "curve": curve})
+            later = pts[pts["step"] > at_step]
+            hidden = curve[(curve["frac"] >= 0.28) & (curve["frac"] <= 0.55)]
+            hw_hidden = float(np.mean((hidden["upper"] - hidden["lower"]) / 2 / hidden["loss"]))
+            if later.empty:
+                print(f"{s['at_frac']:.1%}   | horizon  | 0 | - | - | - | - | -   (half-width over 28-55%: {hw_hidden:.2%})")
+                continue
+            new = _score(curve, later, marin)
+            o = old.get(round(at_step / hero.steps, 3)) or old.get(round(g, 3))
+            if o is not None:
+                ocurve = pd.read_csv(Path(tmp) / "snapshots" / f"{o['at_step']}.csv")
+                r = _score(ocurve, later, marin)
+                print(f"{s['at_frac']:.1%}   | earlier  | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
+                      f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}")
+            print(f"{s['at_frac']:.1%}   | horizon  | {new['n']} | {new['mae']:.2%} | {new['inside']:.0%} | {new['half']:.2%} | "
+                  f"{new['half_minus_err']:+.4f} | {new['marin']:.2%}   (half-width over 28-55%: {hw_hidden:.2%})")
+        # The change rule on changes inside the visible points: the run-id switches of hero_runs.csv (gate/router
+        # weight decay at 58,014, the EP all-to-all and NCCL update at 81,716) declared as changes.
+        from ladder.spec import RunChange
+
+        runs = pd.read_csv(reference.data_dir() / "marin_moe_535b" / "hero_runs.csv")
+        declared = tuple(RunChange(int(r.first_step), str(r.change)) for r in runs.itertuples() if r.first_step > 0)
+        declared += tuple(hero.changes)
+        print("\nthe same snapshots with the visible run-id switches declared as changes too "
+              f"({', '.join(str(c.step) for c in declared)})")
+        earlier = []
+        for g in (0.10, 0.15, 0.20, 0.25):
+            at_step = int(pts[pts["frac"] <= g + 1e-9]["step"].max())
+            curve, s = ff.snapshot(ctx, pts, at_step, earlier, rungs, declared)
+            earlier.append({"at_frac": s["at_frac"], "curve": curve})
+            r = _score(curve, pts[pts["step"] > at_step], marin)
+            print(f"{s['at_frac']:.1%} | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
+                  f"{r['half_minus_err']:+.4f} | {r['marin']:.2%} | {s['band_rule'][-70:]}")
+        errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
+        print("\nrung snapshots (every 5% of each rung), band from the other pairs' horizon profile only")
+        print("pair | points | inside 90% | mean half-width")
+        for (target, fit_on), grp in errs.groupby(["predict", "fit_on"]):
+            rest = errs[(errs["predict"] != target) | (errs["fit_on"] != fit_on)]
+            prof = horizon_profile(rest["h"].to_numpy(float), np.abs(rest["log_error"].to_numpy(float)))
+            sig = profile_sigma(prof, grp["h"].to_numpy(float))
+            inside = np.mean(np.abs(grp["log_error"].to_numpy(float)) <= Z90 * sig)
+            print(f"{fit_on} -> {target} | {len(grp)} | {inside:.0%} | {np.mean(np.expm1(Z90 * sig)):.2%}")
+
+
+if __name__ == "__main__":
+    main()

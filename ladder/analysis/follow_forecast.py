@@ -1,0 +1,133 @@
+"""A followed hero's forecast snapshot: the chosen curve law refitted with the hero's points so far, its
+band by horizon (ladder.analysis.follow_bands), and declared changes carried (hero.changes)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ladder.analysis.follow_bands import (
+    CHANGE_POINTS,
+    horizon_profile,
+    live_sigma,
+    own_track,
+    rung_horizon_errors,
+)
+from ladder.outputs import layout
+
+
+class NoForecast(ValueError):
+    """The ladder has no rungs-only curve forecast to follow the hero against (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every snapshot of one followed hero shares: the law, its rung points and the prior curve."""
+
+    axis: object  # fits.matched_progress_choice.Axis
+    fit_fn: object
+    prior: pd.DataFrame  # step, tokens, frac, loss, lower, upper (rungs only)
+    level: float
+    decades: float
+    total_steps: int
+    batch_tokens: int
+
+    @property
+    def prior_sigma(self) -> np.ndarray:
+        return np.log(self.prior["upper"].to_numpy(float) / self.prior["loss"].to_numpy(float)) / self.z
+
+    @property
+    def z(self) -> float:
+        from scipy.stats import norm
+
+        return float(norm.ppf(0.5 + self.level / 2))
+
+
+def load_context(fit_dir: str | None, predict_dir: str | None, total_steps: int, batch_tokens: int) -> Context:
+    from fits.matched_progress_choice import CANDIDATES
+    from ladder.analysis.curve_laws import POINTS_CSV, axes
+
+    doc = layout.read_json(Path(fit_dir) / layout.FIT, {}) if fit_dir else {}
+    progress = (doc or {}).get("progress") or {}
+    curve_path = Path(predict_dir) / layout.HERO_CURVE if predict_dir else None
+    if not progress.get("chosen") or curve_path is None or not curve_path.exists():
+        raise NoForecast("the ladder has no rungs-only curve forecast of the hero yet: import the rungs' eval curves "
+                         "(ladder import-results) and run `ladder submit SPEC` first")
+    points = pd.read_csv(Path(fit_dir) / POINTS_CSV)
+    axis = next(a for a in axes(points, progress["hero_totals"]) if a.name == progress["chosen"]["axis"])
+    pred = layout.read_json(Path(predict_dir) / layout.PREDICTION, {}) or {}
+    prior = pd.read_csv(curve_path)
+    return Context(axis=axis, fit_fn=CANDIDATES[progress["chosen"]["candidate"]], prior=prior,
+                   level=float(((pred.get("hero") or {}).get("level")) or 0.9),
+                   decades=float(progress["forecast"]["decades"]), total_steps=total_steps, batch_tokens=batch_tokens)
+
+
+def rung_profile(ctx: Context) -> dict:
+    """The rungs' snapshot error by horizon (follow_bands), over every calibration pair."""
+    from fits.matched_progress_choice import calibration_pairs
+
+    errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
+    prof = horizon_profile(errs["h"].to_numpy(float), np.abs(errs["log_error"].to_numpy(float)))
+    prof["pairs"] = int(errs[["predict", "fit_on"]].drop_duplicates().shape[0]) if not errs.empty else 0
+    return prof
+
+
+def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict], rungs: dict,
+             changes: tuple = ()) -> tuple[pd.DataFrame, dict]:
+    """The forecast at `at_step` from the hero's points up to it (hero: step, frac, loss).
+
+    earlier: the hero's earlier snapshots [{at_frac, curve}], scored here on the points after them.
+    Returns the curve (step, tokens, frac, loss, lower, upper) over the whole run and a summary."""
+    at = at_step / ctx.total_steps
+    seen = hero[hero["step"] <= at_step]
+    change = _last_change(changes, at_step)  # the latest change the hero has passed
+    after = seen[seen["step"] >= change.step] if change is not None else seen
+    reanchored = change is not None and len(after) >= CHANGE_POINTS
+    fit_on = after if reanchored else seen
+    res, own_pts = _refit_points(ctx, fit_on, at)
+    fracs = ctx.prior["frac"].to_numpy(float)
+    central = res.model().predict(fracs, ctx.axis.target_flops * fracs)
+    own_err = np.log(res.model().predict(own_pts["frac"], own_pts["flops"])) - np.log(own_pts["loss"].to_numpy(float))
+    noise = float(np.sqrt(np.mean(own_err ** 2))) if own_err.size else 0.0
+    track = own_track([e for e in earlier if e["at_frac"] < at - 1e-12], seen[["frac", "loss"]])
+    own = horizon_profile(track["h"].to_numpy(float), np.abs(track["log_error"].to_numpy(float)), min_count=2)
+    sigma, parts = live_sigma(fracs, at, ctx.prior_sigma, ctx.decades, rungs, own, noise)
+    rule = "horizon: max(rung snapshots, the hero's own record, the prior scaled) (+) own scatter"
+    if own_pts.empty:
+        sigma, rule = ctx.prior_sigma, "no own points in the law's range yet: the prior band"
+    if reanchored:
+        rule += f"; re-anchored on the {len(after)} points after the change at step {change.step}"
+    for c in changes:  # a change not yet seen CHANGE_POINTS times: past it, at least the rungs-only band
+        n_after = int((seen["step"] >= c.step).sum())
+        if n_after < CHANGE_POINTS:
+            sigma = np.where(fracs > c.step / ctx.total_steps, np.maximum(sigma, ctx.prior_sigma), sigma)
+            rule += f"; past the change at step {c.step} ({n_after} of {CHANGE_POINTS} points after it): at least the prior band"
+    lower, upper = central * np.exp(-ctx.z * sigma), central * np.exp(ctx.z * sigma)
+    curve = pd.DataFrame({"step": ctx.prior["step"].to_numpy(float), "tokens": ctx.prior["step"].to_numpy(float) * ctx.batch_tokens,
+                          "frac": fracs, "loss": central, "lower": lower, "upper": upper})
+    summary = {"at_step": int(at_step), "at_frac": at, "n_points": int(len(own_pts)),
+               "predicted_final": float(central[-1]), "lower": float(lower[-1]), "upper": float(upper[-1]),
+               "sigma_own_points": noise, "band_rule": rule, "own_record_points": int(len(track)),
+               "change": None if change is None else {"step": change.step, "what": change.what,
+                                                      "reanchored": reanchored, "points_after": int(len(after))}}
+    return curve, summary
+
+
+def _refit_points(ctx: Context, seen: pd.DataFrame, at: float):
+    from fits.matched_progress_forecast import _refit_with_target
+
+    return _refit_with_target(ctx.axis.points, ctx.fit_fn, ctx.axis.target_flops, seen[["frac", "loss"]], at)
+
+
+def _last_change(changes: tuple, at_step: int):
+    before = [c for c in changes if c.step <= at_step]
+    return max(before, key=lambda c: c.step) if before else None
+
+
+def half_width(summary: dict) -> float:
+    """The final's band half-width, relative: what --alert-move defaults to a third of."""
+    return (summary["upper"] - summary["lower"]) / 2 / summary["predicted_final"] if summary["predicted_final"] else math.nan

@@ -1,0 +1,310 @@
+"""`ladder follow` on the 535B ladder, offline: the hero's recorded points fed in steps of 5% of the run
+(each poll a fresh process, so every poll also resumes), the forecast history in report.json and the
+dashboard's data; alerts end to end through --on-alert on a file appended to while follow runs; bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LADDER = str(Path(sys.executable).parent / "ladder")
+MARIN = str(REPO / "experiments" / "marin_moe_535b.py")
+DATA = REPO / "fits" / "reference_data" / "marin_moe_535b"
+DROPLESS = "eval_dropless/paloma/macro_loss"
+HERO_STEPS = 390_251
+BATCH_TOKENS = 11_264 * 4096
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, "RAY_AUTH_MODE": "disabled", **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def prior_root(tmp_path_factory) -> Path:
+    """The 535B ladder forecast from its rungs alone (no hero point yet)."""
+    root = tmp_path_factory.mktemp("follow-prior")
+    assert run_cli("import-results", MARIN, str(DATA / "rung_curves.csv"), "--root", str(root)).returncode == 0
+    proc = run_cli("submit", MARIN, "--root", str(root), "--no-progress", "--wandb", "disabled")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    return root
+
+
+def fresh_root(prior_root: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(prior_root, root)
+    return root
+
+
+def hero_rows() -> pd.DataFrame:
+    frame = pd.read_csv(DATA / "hero_eval.csv")
+    return frame[frame["metric"] == DROPLESS].reset_index(drop=True)
+
+
+def write_rows(path: Path, rows: pd.DataFrame, header: bool) -> None:
+    rows[["step", "tokens", "metric", "loss"]].to_csv(path, mode="w" if header else "a", header=header, index=False)
+
+
+def follow_dir(root: Path) -> Path:
+    return root / "marin_moe_535b" / "follow"
+
+
+def test_535b_fed_in_5pct_steps_gives_the_forecast_history(prior_root, tmp_path):
+    root = fresh_root(prior_root, tmp_path)
+    feed = tmp_path / "hero.csv"
+    rows = hero_rows()
+    cuts = [0.05, 0.10, 0.15, 0.20, 0.25, 0.30]
+    for i, g in enumerate(cuts):
+        lo = cuts[i - 1] if i else -1.0
+        write_rows(feed, rows[(rows["frac"] > lo) & (rows["frac"] <= g)], header=(i == 0))
+        proc = run_cli("follow", MARIN, "--from-csv", str(feed), "--root", str(root), "--max-polls", "1")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    state = json.loads((follow_dir(root) / "state.json").read_text())
+    assert state["polls"] == 6 and state["last_step"] == 107_999 and not state["done"]
+    proc = run_cli("report", MARIN, "--root", str(root), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    hero = json.loads(proc.stdout)["hero"]
+    snaps = hero["snapshots"]
+    recorded = rows[rows["step"] > 0]
+    want_at = [int(recorded[recorded["frac"] <= g + 1e-12]["step"].max()) for g in cuts]
+    assert [s["at_step"] for s in snaps] == want_at
+    assert hero["changes"] == [{"step": 108_000, "what": "data mix", "note": hero["changes"][0]["note"]}]
+    horizon = json.loads((follow_dir(root) / "horizon.json").read_text())
+    z = 1.6448536269514722
+    for s in snaps:
+        curve = s["curve"]
+        assert set(curve[0]) == {"tokens", "loss", "lower", "upper"}
+        assert curve[0]["tokens"] >= s["at_step"] * BATCH_TOKENS - 1 and curve[-1]["tokens"] == pytest.approx(HERO_STEPS * BATCH_TOKENS)
+        assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
+        # no band narrower than the rungs' measured snapshot error at its horizon
+        from ladder.analysis.follow_bands import profile_sigma
+
+        frac = np.array([c["tokens"] for c in curve]) / (HERO_STEPS * BATCH_TOKENS)
+        at = s["at_step"] / HERO_STEPS
+        sigma = np.log(np.array([c["upper"] / c["loss"] for c in curve])) / z
+        ahead = frac > at + 1e-9
+        need = profile_sigma(horizon, np.log(frac[ahead] / at))
+        assert np.all(sigma[ahead] >= need - 1e-9)
+        if s.get("later_points"):
+            # every later visible point inside (measured: all of them); Marin's curve scored on the same points
+            assert s["later_inside_band"] >= 0.9
+            assert s["later_marin_mean_abs_rel_error"] > 0
+        # past the declared switch with no point after it, the band is at least the rungs-only band
+        prior = {round(p["tokens"]): p for p in hero["curve"]}
+        final_prior = hero["curve"][-1]
+        assert curve[-1]["upper"] / curve[-1]["loss"] >= final_prior["upper"] / final_prior["loss"] - 1e-9
+        assert prior  # the prior curve is in the report beside the snapshots
+    # the dashboard's hero page: the forecast history, one x unit, the change and the events
+    from ladder.outputs.data import Root
+
+    page = Root(root).hero("marin_moe_535b")
+    assert [int(f["at_step"]) for f in page["forecasts"]] == want_at
+    assert page["changes"][0]["step"] == 108_000 and page["changes"][0]["tokens"] == 108_000 * BATCH_TOKENS
+    for snap in page["snapshots"]:
+        assert min(snap["tokens"]) > 1e9  # tokens, like the actual (not steps)
+    lines = run_cli("report", MARIN, "--root", str(root)).stdout
+    assert "declared change at step 108,000: data mix" in lines and "Marin's curve on the same points" in lines
+
+
+def _wait(pred, limit: float, what: str):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {limit:.0f}s waiting for {what}")
+
+
+def _state(root: Path) -> dict:
+    path = follow_dir(root) / "state.json"
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def test_alerts_fire_once_per_excursion_through_on_alert(prior_root, tmp_path):
+    root = fresh_root(prior_root, tmp_path)
+    feed, got = tmp_path / "hero.csv", tmp_path / "alerts.jsonl"
+    rows = hero_rows()
+    first = rows[rows["frac"] <= 0.10]
+    rest = rows[rows["frac"] > 0.10].reset_index(drop=True)
+    write_rows(feed, first, header=True)
+    hook = (f"{sys.executable} -c \"import json,os,sys; e=json.load(sys.stdin); "
+            f"e['env_kind']=os.environ['LADDER_ALERT_KIND']; e['env_step']=os.environ['LADDER_ALERT_STEP']; "
+            f"open({str(got)!r},'a').write(json.dumps(e)+'\\n')\"")
+    t0 = time.monotonic()
+    proc = subprocess.Popen([LADDER, "follow", MARIN, "--from-csv", str(feed), "--root", str(root), "--every", "0.2s",
+                             "--stall", "3", "--alert-move", "0.5", "--on-alert", hook],
+                            cwd=REPO, env={**os.environ, "RAY_AUTH_MODE": "disabled"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait(lambda: _state(root).get("polls", 0) >= 1, 600, "the first poll")
+        limit = 40 * (time.monotonic() - t0) + 30  # a generous multiple of the first poll (which also fits the rungs)
+
+        def latest_curve() -> pd.DataFrame:
+            at = _state(root)["snapshots"][-1]["at_step"]
+            return pd.read_csv(follow_dir(root) / "forecasts" / f"{at}.csv")
+
+        def append(step: int, loss: float) -> None:
+            write_rows(feed, pd.DataFrame([{"step": step, "tokens": step * BATCH_TOKENS, "metric": DROPLESS,
+                                            "loss": loss}]), header=False)
+            _wait(lambda: _state(root).get("last_step") == step, limit, f"step {step} to be read")
+
+        def centre(step: int) -> float:
+            c = latest_curve()
+            return float(np.interp(step, c["step"], c["loss"]))
+
+        def outside(step: int, side: str) -> float:
+            c = latest_curve()
+            edge = float(np.interp(step, c["step"], c["upper" if side == "above" else "lower"]))
+            return edge * (1.05 if side == "above" else 0.95)
+
+        s = [int(x) for x in rest["step"][:6]]
+        append(s[0], outside(s[0], "above"))  # excursion 1: two points above, one alert
+        append(s[1], outside(s[1], "above"))
+        append(s[2], centre(s[2]))  # back inside
+        append(s[3], outside(s[3], "below"))  # excursion 2
+        append(s[4], outside(s[4], "above"))  # excursion 3: straight to the other side
+        polls = _state(root)["polls"]
+        _wait(lambda: any(e["kind"] == "stalled" for e in _state(root).get("events", [])), limit, "the stall alert")
+        assert _state(root)["polls"] >= polls + 3
+        # the run's last step ends follow by itself
+        final = HERO_STEPS - 1
+        write_rows(feed, pd.DataFrame([{"step": final, "tokens": final * BATCH_TOKENS, "metric": DROPLESS,
+                                        "loss": centre(final)}]), header=False)
+        out, err = proc.communicate(timeout=limit)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    assert "reached its last step" in out
+    events = [json.loads(x) for x in (follow_dir(root) / "events.jsonl").read_text().splitlines()]
+    alerts = [e for e in events if e["alert"]]
+    kinds = [e["kind"] for e in alerts]
+    assert kinds.count("band_exit") == 3 and kinds.count("stalled") == 1 and kinds.count("forecast_moved") == 0
+    assert [(e["step"], e["side"]) for e in alerts if e["kind"] == "band_exit"] == [(s[0], "above"), (s[3], "below"),
+                                                                                   (s[4], "above")]
+    assert [e["step"] for e in events if e["kind"] == "change"] == [108_000]
+    delivered = [json.loads(x) for x in got.read_text().splitlines()]
+    assert len(delivered) == len(alerts) == 4
+    for d, e in zip(delivered, alerts, strict=True):
+        assert d["env_kind"] == e["kind"] and json.loads(d["env_step"]) == e["step"]
+        assert {k: v for k, v in d.items() if not k.startswith("env_")} == e
+    # a restart after the end does nothing and sends nothing again
+    again = run_cli("follow", MARIN, "--from-csv", str(feed), "--root", str(root))
+    assert again.returncode == 0 and "already reached its last step" in again.stdout
+    assert len(got.read_text().splitlines()) == 4
+
+
+def test_bad_input_one_line_exit_2_nothing_written(prior_root, tmp_path):
+    root = fresh_root(prior_root, tmp_path)
+    history = tmp_path / "history.csv"
+    history.write_text("_step,train/loss\n100,3.2\n200,3.1\n")
+    cases = [
+        ("--from-csv", str(history)),  # no eval metric in it
+        ("--from-csv", str(tmp_path / "missing.csv")),
+        ("--hero", "marin-community/marin_moe/hero-12d8b6f0-dee637,hero-mix-996f4891-step108k"),  # no W&B key here
+        ("--hero", "not-a-run-path"),
+    ]
+    for args in cases:
+        proc = run_cli("follow", MARIN, *args, "--root", str(root), env={"WANDB_API_KEY": ""})
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert proc.stderr.startswith("error: ") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert not follow_dir(root).exists()
+    spec = tmp_path / "beyond.py"
+    spec.write_text("import dataclasses, runpy\n"
+                    f"base = runpy.run_path({MARIN!r})['LADDER']\n"
+                    "from ladder.spec import RunChange\n"
+                    "LADDER = dataclasses.replace(base, hero=dataclasses.replace(base.hero, "
+                    "changes=(RunChange(500_000, 'data mix'),)))\n")
+    feed = tmp_path / "hero.csv"
+    write_rows(feed, hero_rows().head(5), header=True)
+    proc = run_cli("follow", str(spec), "--from-csv", str(feed), "--root", str(root))
+    assert proc.returncode == 2 and "hero.changes[0].step: 500000 is beyond the run's 390251 steps" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not follow_dir(root).exists()
+    bare = tmp_path / "bare"
+    proc = run_cli("follow", MARIN, "--from-csv", str(feed), "--root", str(bare))
+    assert proc.returncode == 2 and "ladder submit" in proc.stderr and not (bare / "marin_moe_535b" / "follow").exists()
+
+
+def test_stitch_and_alert_rules():
+    from ladder.analysis import follow_alerts
+    from ladder.analysis.follow_bands import horizon_profile, profile_sigma
+    from ladder.analysis.follow_source import Source, stitch
+
+    a = pd.DataFrame({"step": [1, 2, 3, 4], "tokens": [1, 2, 3, 4], "loss": [4.0, 3.0, 2.9, 2.8]})
+    b = pd.DataFrame({"step": [3, 5], "tokens": [3, 5], "loss": [2.5, 2.4]})
+    assert stitch([a, b])["loss"].tolist() == [4.0, 3.0, 2.5, 2.4]
+    assert Source("wandb", "e/p/r1,r2").runs == ["e/p/r1", "e/p/r2"]
+    curve = pd.DataFrame({"step": [0, 10], "loss": [2.0, 2.0], "lower": [1.9, 1.9], "upper": [2.1, 2.1]})
+    state: dict = {}
+    pts = pd.DataFrame({"step": [1, 2, 3, 4, 5, 6], "tokens": [0] * 6, "loss": [2.2, 2.3, 2.0, 1.8, 1.7, 2.2]})
+    ev = follow_alerts.score_points(pts, curve, state, None)
+    assert [(e["step"], e["side"]) for e in ev] == [(1, "above"), (4, "below"), (6, "above")]
+    assert [len(follow_alerts.stall(state, False, 3, 6)) for _ in range(5)] == [0, 0, 1, 0, 0]
+    assert follow_alerts.stall(state, True, 3, 7) == [] and state["stall_polls"] == 0
+    s1 = {"at_step": 1, "predicted_final": 2.0, "lower": 1.94, "upper": 2.06}
+    assert follow_alerts.forecast_move(s1, state, None) == []
+    assert follow_alerts.forecast_move({**s1, "predicted_final": 2.009}, state, None) == []  # < a third of 3%
+    moved = follow_alerts.forecast_move({**s1, "predicted_final": 2.03}, state, None)
+    assert len(moved) == 1 and moved[0]["relative_move"] == pytest.approx(0.015)
+    prof = horizon_profile(np.array([0.04, 0.04, 0.04, 0.3, 0.3, 0.3]), np.array([0.02, 0.02, 0.02, 0.01, 0.01, 0.01]))
+    sig = profile_sigma(prof, np.array([0.01, 0.3, 0.35, 0.7]))
+    assert sig[0] == pytest.approx(0.02) and sig[1] == pytest.approx(0.02)  # never narrower further ahead
+    assert sig[3] == pytest.approx(0.02 * 0.7 / 0.35)  # past the last bin: in proportion to the horizon
+    assert math.isfinite(sig.sum())
+
+
+def test_metric_envelope_and_spike_alerts_once_and_across_restarts():
+    from ladder.analysis.follow_metrics import envelope_events, metric_rows, spike_events
+
+    env = pd.DataFrame({"frac_lo": [0.0, 0.5], "frac_hi": [0.5, 1.0], "centre": [1.0, 0.8], "lower": [0.5, 0.4],
+                        "upper": [2.0, 1.6], "rungs": [4, 4]})
+    grad = [1.0] * 30 + [3.0, 3.0, 1.0, 0.3, 1.0] + [1.0] * 10
+    records = [{"_step": 10 * (i + 1), "grad_norm": g, "train/loss": 3.0 - 0.01 * i} for i, g in enumerate(grad)]
+    rows = metric_rows(records, 500)
+    assert list(rows.columns[:3]) == ["step", "frac", "grad_norm"] and "loss" in rows
+    state: dict = {}
+    first, second = rows.iloc[:20], rows.iloc[20:]
+    ev = envelope_events(first, {"grad_norm": env}, state) + envelope_events(second, {"grad_norm": env}, state)
+    assert [(e["step"], e["side"]) for e in ev] == [(310, "above"), (340, "below")]  # two excursions, one alert each
+    spikes = spike_events(first, state)
+    json.dumps(state)  # the detector's history is carried in the (JSON) follow state
+    spikes += spike_events(second, state)
+    assert [(e["metric"], e["step"]) for e in spikes] == [("grad_norm", 310)]  # the second 3.0 is in the history now
+    # a long eval export has no training metrics: its `loss` is the eval metric
+    assert metric_rows([{"step": 1, "metric": "eval/x", "loss": 2.0}], 100).empty
+
+
+def test_report_json_carries_each_snapshot_curve_for_an_imported_hero(prior_root, tmp_path):
+    root = fresh_root(prior_root, tmp_path)
+    hero_csv = tmp_path / "hero.csv"
+    rows = hero_rows()
+    rows.assign(name="d6144")[["name", "step", "tokens", "loss"]].to_csv(hero_csv, index=False)
+    assert run_cli("import-results", MARIN, str(hero_csv), "--root", str(root)).returncode == 0
+    assert run_cli("submit", MARIN, "--root", str(root), "--no-progress", "--wandb", "disabled").returncode in (0, 1)
+    proc = run_cli("report", MARIN, "--root", str(root), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    snaps = json.loads(proc.stdout)["hero"]["snapshots"]
+    assert len(snaps) >= 5
+    for s in snaps:
+        curve = s["curve"]
+        tokens = [c["tokens"] for c in curve]
+        assert tokens == sorted(tokens) and tokens[-1] == pytest.approx(HERO_STEPS * BATCH_TOKENS)
+        assert tokens[0] >= s["at_step"] * BATCH_TOKENS - 1
+        assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
+        assert curve[-1]["loss"] == pytest.approx(s["predicted_final"])
