@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # one core busy (fault tests wait on leases and kills, small JAX programs run on one thread).
 TEST_WORKERS ?= 2
 
-.PHONY: install browser demo test bench lint clean
+.PHONY: install browser demo test bench lint docs clean
 
 install: $(STAMP)
 
@@ -44,6 +44,11 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check ladder fits tests bench experiments
+
+# The generated pages of docs/ (the spec reference, the environment variables); tests/core/test_docs.py
+# fails when they are stale.
+docs: install
+	$(BIN)/python -m ladder.cli.docs docs
 
 clean:
 	rm -rf $(VENV) runs

@@ -11,7 +11,7 @@ import click
 
 from fits.defaults import DEFAULT_LEVEL
 
-# Every environment variable `ladder` reads, with what it does (README "Environment" lists these).
+# Every environment variable `ladder` reads, with what it does (docs/environment.md is generated from it).
 ENVIRONMENT = {
     "LADDER_ROOT": "ladder root when --root is not given (overrides the spec's root; --root overrides it)",
     "RAY_ADDRESS": "Ray cluster address for submit/rerun/sweep when --address is not given",

@@ -1,4 +1,4 @@
-"""Which finished steps a code change has left stale (code is recorded, not hashed: see README).
+"""Which finished steps a code change has left stale (code is recorded, not hashed: docs/concepts.md).
 
 Every run records the git commit of the code that ran it, and whether the tree was dirty, in
 step.json. A finished step is *stale* when the code under its ``Step.code`` paths differs now from

@@ -2,7 +2,7 @@
 
 A field's text is, in order: FIELD_DOCS below, else the comment on (or just above) its line in
 ladder/spec/. Defaults and types come from dataclasses.fields. `ladder show SPEC` prints a
-spec's resolved values beside these; `reference_markdown()` writes the README's spec reference
+spec's resolved values beside these; `reference_markdown()` writes docs/spec.md's tables (ladder.cli.docs)
 (tests/core/test_show.py keeps both complete: every field of every spec class has a text).
 """
 
@@ -184,7 +184,7 @@ def default_text(value: Any, width: int = 60) -> str:
 
 
 def reference_markdown() -> str:
-    """The spec reference: a table per spec class (README section "Spec reference")."""
+    """The spec reference: a table per spec class (docs/spec.md, through ladder.cli.docs)."""
     parts = []
     for cls in spec_classes():
         parts.append(f"### {cls.__name__}\n")

@@ -107,3 +107,13 @@ def test_no_import_circle_in_ladder_or_fits():
     graph = {name: imports(name, path, known) for name, path in known.items()}
     assert "ladder.cli.main" in graph and graph["ladder.cli.main"], "the walk found no imports"
     assert cycles(graph) == []
+
+
+def test_fits_imports_no_private_name_of_another_module():
+    private = []
+    for path in sorted((ROOT / "fits").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fits"):
+                private += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                            if a.name.startswith("_") and not a.name.startswith("__")]
+    assert private == []
