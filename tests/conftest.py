@@ -161,6 +161,28 @@ def shared_ladder_outcome():
 
 
 @pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray (2 CPUs) per test process, shared by every module that only needs a Ray (the
+    executor and fault tests' ``ray_local``): a Ray start costs seconds alone and tens of seconds on a
+    loaded machine, once per module before. Tests that need a Ray of their own (a cluster, a driver
+    process) still start it."""
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    tmp = tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: Ray's socket paths have a length limit
+    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=tmp, logging_level="WARNING",
+             object_store_memory=100 * 1024 * 1024)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def ladder_smoke_root() -> str:
     """The smoke ladder trained once per session through the real CLI (real Ray, JAX, fits, W&B offline).
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 
 import pytest
 
@@ -17,22 +15,10 @@ import exec_stepfns  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    """A local Ray (2 CPUs) shared by a module's tests; step functions ship by value."""
-    import ray
-
-    ray.cloudpickle.register_pickle_by_value(exec_stepfns)
-    if ray.is_initialized():
-        yield ray
-        return
-    tmp = tempfile.mkdtemp(prefix="rl-", dir="/tmp")  # short: Ray's socket paths have a length limit
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=tmp, logging_level="WARNING",
-             object_store_memory=100 * 1024 * 1024)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
+def ray_local(ray_session):
+    """The session's local Ray, with this folder's step functions shipped by value."""
+    ray_session.cloudpickle.register_pickle_by_value(exec_stepfns)
+    return ray_session
 
 
 @pytest.fixture

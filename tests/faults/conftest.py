@@ -184,21 +184,9 @@ def local_cluster(ray_tmp):
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    """A local Ray (2 CPUs) for a module's executor-level tests; step functions ship by value."""
+def ray_local(ray_session):
+    """The session's local Ray, with the fault steps shipped by value."""
     import fault_steps
-    import ray
 
-    ray.cloudpickle.register_pickle_by_value(fault_steps)
-    if ray.is_initialized():
-        yield ray
-        return
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    tmp = tempfile.mkdtemp(prefix="rf-", dir="/tmp")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=tmp, logging_level="WARNING",
-             object_store_memory=100 * 1024 * 1024)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
+    ray_session.cloudpickle.register_pickle_by_value(fault_steps)
+    return ray_session
