@@ -30,10 +30,11 @@ SCRIPT = textwrap.dedent("""
         start = time.perf_counter()
         killed = teardown_bounded(wandb, 3.0)
         s = time.perf_counter() - start
-        # Reaped by the teardown thread, which a loaded machine may not have run yet: wait, bounded.
+        # Reaped by the teardown thread, which a loaded machine may not have run yet: wait, bounded by the
+        # suite's hang guard (passed in).
         try:
-            code = service.wait(timeout=HANG_S)
-        except Exception:  # still there after 30 s: reported as not exited
+            code = service.wait(timeout=float(sys.argv[2]))
+        except Exception:  # still there after the hang guard: reported as not exited
             code = None
         out[case] = {"killed": killed, "s": s, "exit": code, "pid": service.pid}
     print(json.dumps(out))
@@ -45,7 +46,7 @@ def test_a_frozen_wandb_service_is_killed_after_the_bound_and_a_healthy_one_exit
     env = {**{k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}, "WANDB_MODE": "offline",
            "HOME": str(tmp_path / "home")}
     # Unbounded, wandb.teardown() waits on the frozen service for ever: the timeout is the failure.
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "wandb")], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "wandb"), str(HANG_S)], capture_output=True, text=True,
                           timeout=HANG_S, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -14,7 +14,10 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettemp
 os.environ.setdefault("LADDER_PEAK_FLOPS", "1e11")  # skip the peak measurement in tests
 
 import pytest  # noqa: E402
-from patience import HANG_S
+
+# Child processes import this file by path (sys.path holds tests/train/, not tests/): patience beside it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from patience import HANG_S  # noqa: E402
 
 from ladder.spec import DataSpec, DomainSpec, ModelSpec, OptimSpec, RungSpec, ScheduleSpec  # noqa: E402
 
