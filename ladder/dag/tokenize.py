@@ -204,9 +204,11 @@ def tokenize(config: dict, out_dir: str, *, trained: str | None = None,
             reused += 1
             continue
         records.update(runner.submit(index, docs))
-        if progress is not None:
-            progress(step=len(records), shards_done=len(records))
+        if progress is not None:  # shards written so far (the total is known once the source is read)
+            progress(step=len(records))
     records.update(runner.drain())
+    if progress is not None:
+        progress(step=len(records), total_steps=len(records))
     shards = [records[i] for i in sorted(records)]
     totals = {s: {k: sum(r["splits"][s][k] for r in shards) for k in ("tokens", "docs", "bytes")} for s in SPLITS}
     if not totals["train"]["docs"]:
