@@ -51,7 +51,7 @@ def list_files(source: str) -> tuple[object, list[tuple[str, str]]]:
     fs, root = _fs(source)
     try:
         if fs.isdir(root):
-            found = sorted(fs.find(root))
+            found = sorted(fs.find(root), key=lambda p: p.split("/"))  # by path parts, as sorted(Path) orders
             base = root.rstrip("/") + "/"
             files = [(p, p[len(base):] if p.startswith(base) else p) for p in found]
             files = [(p, rel) for p, rel in files if not rel.rsplit("/", 1)[-1].startswith(".")]
