@@ -11,7 +11,7 @@ and training speed from shards against the in-memory loader.
    in-memory loader (``bytes``, today's) on the small corpus is printed beside, for scale.
 3. Speed: steps/s of the default ladder's largest rung (experiments/tiny.py) for a few dozen steps (8 a
    jitted call; the first call, which compiles, untimed), fed by the in-memory loader (today's) and by
-   shards of the same text (``bytes`` tokenized), alternating, best of 2 each; target no slower. The rest of
+   shards of the same text (``bytes`` tokenized), alternating, best of 3 each; target no slower. The rest of
    the trainer is the same code in both: the data path is what changed.
 """
 
@@ -167,7 +167,7 @@ def speed() -> None:
         base = {"rung": to_dict(rung), "data": to_dict(spec.data), "max_steps": steps}
         results = {"in-memory": [], "shards": []}
         # 8 steps a jitted call, so the steps after the first (compiling) call are timed in several calls
-        for r in range(2):  # alternating, best of 2 each: the machine is shared
+        for r in range(3):  # alternating, best of 3 each: the machine is shared
             results["in-memory"].append(_child({**base, "out": str(Path(tmp, f"mem{r}"))},
                                                LADDER_STEPS_PER_CALL="8")["tokens_per_s"])
             results["shards"].append(_child({**base, "out": str(Path(tmp, f"sh{r}")), "shards": shards},

@@ -170,16 +170,18 @@ class Split:
         """(len(idx), seq + 1) int32 token windows."""
         idx = np.asarray(idx, dtype=np.int64)
         out = np.empty((idx.size, self.seq + 1), np.int32) if out is None else out
-        for row, (s, start) in enumerate(zip(*self._locate(idx), strict=True)):
-            out[row] = self.tokens[s][start : start + self.seq + 1]
+        shard, start = self._locate(idx)
+        span = np.arange(self.seq + 1)
+        for s in np.unique(shard):
+            rows = shard == s
+            out[rows] = self.tokens[s][start[rows, None] + span]
         return out
 
     def target_bytes(self, idx: np.ndarray) -> int:
         """UTF-8 bytes the predicted tokens (each window's last ``seq``) stand for."""
-        total = 0
-        for s, start in zip(*self._locate(np.asarray(idx, dtype=np.int64)), strict=True):
-            total += int(self.nbytes[s][start + 1 : start + self.seq + 1].sum(dtype=np.int64))
-        return total
+        shard, start = self._locate(np.asarray(idx, dtype=np.int64))
+        span = np.arange(1, self.seq + 1)
+        return sum(int(self.nbytes[s][start[shard == s, None] + span].sum(dtype=np.int64)) for s in np.unique(shard))
 
 
 def open_split(shard_dir: str, split: str, seq: int, label: str) -> tuple[Split, dict]:
@@ -200,7 +202,8 @@ def open_split(shard_dir: str, split: str, seq: int, label: str) -> tuple[Split,
         for kind in ("tokens", "bytes"):
             name = file_name(shard["index"], split, kind)
             path = local_copy(fs, f"{root.rstrip('/')}/{name}", files[kind], f"{label} shard {name}")
-            maps[kind] = np.load(path, mmap_mode="r")
+            # a plain array over the mapped file: slicing a np.memmap wraps every slice in a memmap object
+            maps[kind] = np.load(path, mmap_mode="r").view(np.ndarray)
         if maps["tokens"].size:
             tokens.append(maps["tokens"])
             nbytes.append(maps["bytes"])
