@@ -100,6 +100,20 @@ def shard_dirs(dep_dirs: dict[str, str]) -> dict[str, str]:
     return {k[len(PREFIX):]: v for k, v in dep_dirs.items() if k.startswith(PREFIX)}
 
 
+def tokenized(spec) -> dict[str, str]:
+    """Each domain's token shards, tokenizing first what is not (the ladder's tokenizer and tokenize steps,
+    through the executor, so a run alone shares them with the ladder's rungs)."""
+    from ladder.stages import plan_ladder, run_ladder
+    from ladder.train.data import DataError
+
+    steps = tokenize_steps(spec)
+    summary = run_ladder(spec, steps=steps)
+    if not summary.ok:
+        failed = [f"{name} {o.status}" for name, o in summary.steps.items() if o.status != "SUCCESS"]
+        raise DataError(f"tokenize: {', '.join(failed)}; see `ladder status` and the step's error.txt")
+    return shard_dirs({e.name: e.path for e in plan_ladder(spec, steps=steps)})
+
+
 # ------------------------------------------------------------------------------------------------
 # The step function.
 
@@ -205,9 +219,11 @@ def tokenize(config: dict, out_dir: str, *, trained: str | None = None,
             reused += 1
             continue
         records.update(runner.submit(index, docs))
-        if progress is not None:
-            progress(step=len(records), shards_done=len(records))
+        if progress is not None:  # shards written so far (the total is known once the source is read)
+            progress(step=len(records))
     records.update(runner.drain())
+    if progress is not None:
+        progress(step=len(records), total_steps=len(records))
     shards = [records[i] for i in sorted(records)]
     totals = {s: {k: sum(r["splits"][s][k] for r in shards) for k in ("tokens", "docs", "bytes")} for s in SPLITS}
     if not totals["train"]["docs"]:

@@ -11,6 +11,8 @@ per epoch, in constant memory whatever the corpus size.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 BLOCK = 4096
@@ -29,12 +31,16 @@ def block_counts(weights: np.ndarray, block: int = BLOCK) -> np.ndarray:
 
 
 def _mix(x: np.ndarray, key: np.uint64, mask: np.uint64) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        h = (x ^ key) * np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(32)
+    h = (x ^ key) * np.uint64(0x9E3779B97F4A7C15)  # wraps mod 2**64 (the caller silences the overflow)
+    h ^= h >> np.uint64(29)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(32)
     return h & mask
+
+
+@functools.lru_cache(maxsize=256)
+def _round_keys(key: tuple[int, ...]) -> np.ndarray:
+    return np.random.default_rng(list(key)).integers(0, 2**63, size=_ROUNDS, dtype=np.uint64)
 
 
 def permute(r: np.ndarray, n: int, key: tuple[int, ...]) -> np.ndarray:
@@ -46,16 +52,17 @@ def permute(r: np.ndarray, n: int, key: tuple[int, ...]) -> np.ndarray:
     bits += bits % 2
     half = np.uint64(bits // 2)
     mask = np.uint64((1 << (bits // 2)) - 1)
-    keys = np.random.default_rng(list(key)).integers(0, 2**63, size=_ROUNDS, dtype=np.uint64)
+    keys = _round_keys(tuple(int(k) for k in key))
     out = r.copy()
     todo = np.ones(r.shape, bool)
-    while todo.any():
-        x = out[todo]
-        left, right = x >> half, x & mask
-        for k in keys:
-            left, right = right, left ^ _mix(right, k, mask)
-        out[todo] = (left << half) | right
-        todo = out >= np.uint64(n)
+    with np.errstate(over="ignore"):
+        while todo.any():
+            x = out[todo]
+            left, right = x >> half, x & mask
+            for k in keys:
+                left, right = right, left ^ _mix(right, k, mask)
+            out[todo] = (left << half) | right
+            todo = out >= np.uint64(n)
     return out.astype(np.int64)
 
 

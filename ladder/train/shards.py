@@ -11,7 +11,8 @@ A tokenize step's folder (local or an fsspec URL) holds, per shard ``NNNNN`` and
 then ``NNNNN.json``, the shard's record (counts, each file's size and sha256), written last, so a shard
 with a record is whole; and ``manifest.json`` once every shard is. A training process checks each file
 against the manifest (size, then sha256) before it maps it: a truncated or corrupt shard fails the run
-with one line naming the file. A remote shard is downloaded once per node into a content-addressed cache
+with one line naming the file; a file's hash is kept per node by its path, size and mtime, so each
+process does not read the corpus again to check it. A remote shard is downloaded once per node into a content-addressed cache
 (``$LADDER_SHARD_CACHE``, default ``<tmp>/scaling-ladder-shards``) and mapped from there.
 """
 
@@ -106,10 +107,19 @@ def _check_local(path: str, meta: dict, label: str) -> None:
     key = (path, st.st_size, st.st_mtime_ns)
     with _lock:
         digest = _verified.get(key)
+    # a file this node already hashed (same path, size and mtime) is not read again by every process
+    marker = _cache_root() / "verified" / hashlib.sha256(f"{path}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()
+    if digest is None and marker.exists():
+        digest = marker.read_text().strip()
     if digest is None:
         digest = _sha256_file(path)
-        with _lock:
-            _verified[key] = digest
+        if digest == meta["sha256"]:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            tmp = marker.with_name(f".{marker.name}.{uuid.uuid4().hex[:8]}")
+            tmp.write_text(digest)
+            os.replace(tmp, marker)
+    with _lock:
+        _verified[key] = digest
     if digest != meta["sha256"]:
         raise ShardError(f"{label}: corrupt (its sha256 does not match its manifest); rerun its tokenize step")
 
@@ -160,16 +170,18 @@ class Split:
         """(len(idx), seq + 1) int32 token windows."""
         idx = np.asarray(idx, dtype=np.int64)
         out = np.empty((idx.size, self.seq + 1), np.int32) if out is None else out
-        for row, (s, start) in enumerate(zip(*self._locate(idx), strict=True)):
-            out[row] = self.tokens[s][start : start + self.seq + 1]
+        shard, start = self._locate(idx)
+        span = np.arange(self.seq + 1)
+        for s in np.unique(shard):
+            rows = shard == s
+            out[rows] = self.tokens[s][start[rows, None] + span]
         return out
 
     def target_bytes(self, idx: np.ndarray) -> int:
         """UTF-8 bytes the predicted tokens (each window's last ``seq``) stand for."""
-        total = 0
-        for s, start in zip(*self._locate(np.asarray(idx, dtype=np.int64)), strict=True):
-            total += int(self.nbytes[s][start + 1 : start + self.seq + 1].sum(dtype=np.int64))
-        return total
+        shard, start = self._locate(np.asarray(idx, dtype=np.int64))
+        span = np.arange(1, self.seq + 1)
+        return sum(int(self.nbytes[s][start[shard == s, None] + span].sum(dtype=np.int64)) for s in np.unique(shard))
 
 
 def open_split(shard_dir: str, split: str, seq: int, label: str) -> tuple[Split, dict]:
@@ -190,7 +202,8 @@ def open_split(shard_dir: str, split: str, seq: int, label: str) -> tuple[Split,
         for kind in ("tokens", "bytes"):
             name = file_name(shard["index"], split, kind)
             path = local_copy(fs, f"{root.rstrip('/')}/{name}", files[kind], f"{label} shard {name}")
-            maps[kind] = np.load(path, mmap_mode="r")
+            # a plain array over the mapped file: slicing a np.memmap wraps every slice in a memmap object
+            maps[kind] = np.load(path, mmap_mode="r").view(np.ndarray)
         if maps["tokens"].size:
             tokens.append(maps["tokens"])
             nbytes.append(maps["bytes"])

@@ -46,14 +46,15 @@ def can_read(source: str) -> bool:
 
 
 def list_files(source: str) -> tuple[object, list[tuple[str, str]]]:
-    """(filesystem, [(path, name relative to the source)]) of a file or folder, sorted; hidden files left out."""
+    """(filesystem, [(path, name relative to the source)]) of a file or folder, sorted; hidden files (a name
+    starting with '.') left out, as the source's digest leaves them out."""
     fs, root = _fs(source)
     try:
         if fs.isdir(root):
-            found = sorted(fs.find(root))
+            found = sorted(fs.find(root), key=lambda p: p.split("/"))  # by path parts, as sorted(Path) orders
             base = root.rstrip("/") + "/"
             files = [(p, p[len(base):] if p.startswith(base) else p) for p in found]
-            files = [(p, rel) for p, rel in files if not any(part.startswith(".") for part in rel.split("/"))]
+            files = [(p, rel) for p, rel in files if not rel.rsplit("/", 1)[-1].startswith(".")]
             return fs, files
         if fs.isfile(root):
             return fs, [(root, root.rsplit("/", 1)[-1])]

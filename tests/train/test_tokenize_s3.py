@@ -50,13 +50,13 @@ def test_a_bucket_corpus_tokenizes_and_streams_like_the_local_copy(bucket_corpus
 
     data = DataSpec(domains=(DomainSpec("docs", f"{bucket}/corpus"),), heldout_frac=0.1, tokenizer="x.json")
     from_bucket = open_mixture(data, 32, 5, {"docs": f"{bucket}/shards"})
-    cached = sorted(p.name for p in (tmp_path / "node-cache").iterdir())
+    cached = sorted(p.name for p in (tmp_path / "node-cache").glob("*.npy"))
     manifest = json.loads(fsspec.filesystem("s3").cat_file(f"{bucket}/shards/manifest.json"))
     mapped = {s["splits"][split]["files"][kind]["sha256"] + ".npy" for s in manifest["shards"]
               for split in ("train", "heldout") for kind in ("tokens", "bytes")}
     assert cached == sorted(mapped)  # each file the run maps, once (identical files once between them)
     again = open_mixture(data, 32, 5, {"docs": f"{bucket}/shards"})  # another process on the node: no download
-    assert sorted(p.name for p in (tmp_path / "node-cache").iterdir()) == cached
+    assert sorted(p.name for p in (tmp_path / "node-cache").glob("*.npy")) == cached
     from_disk = open_mixture(data, 32, 5, {"docs": str(tmp_path / "shards")})
     assert np.array_equal(from_bucket.batches(0, 4, 8), from_disk.batches(0, 4, 8))
     assert np.array_equal(again.eval_windows(0, 4096), from_disk.eval_windows(0, 4096))
