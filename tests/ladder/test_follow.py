@@ -289,22 +289,3 @@ def test_metric_envelope_and_spike_alerts_once_and_across_restarts():
     # a long eval export has no training metrics: its `loss` is the eval metric
     assert metric_rows([{"step": 1, "metric": "eval/x", "loss": 2.0}], 100).empty
 
-
-def test_report_json_carries_each_snapshot_curve_for_an_imported_hero(prior_root, tmp_path):
-    root = fresh_root(prior_root, tmp_path)
-    hero_csv = tmp_path / "hero.csv"
-    rows = hero_rows()
-    rows.assign(name="d6144")[["name", "step", "tokens", "loss"]].to_csv(hero_csv, index=False)
-    assert run_cli("import-results", MARIN, str(hero_csv), "--root", str(root)).returncode == 0
-    assert run_cli("submit", MARIN, "--root", str(root), "--no-progress", "--wandb", "disabled").returncode in (0, 1)
-    proc = run_cli("report", MARIN, "--root", str(root), "--json")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    snaps = json.loads(proc.stdout)["hero"]["snapshots"]
-    assert len(snaps) >= 5
-    for s in snaps:
-        curve = s["curve"]
-        tokens = [c["tokens"] for c in curve]
-        assert tokens == sorted(tokens) and tokens[-1] == pytest.approx(HERO_STEPS * BATCH_TOKENS)
-        assert tokens[0] >= s["at_step"] * BATCH_TOKENS - 1
-        assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
-        assert curve[-1]["loss"] == pytest.approx(s["predicted_final"])
