@@ -289,3 +289,30 @@ def test_metric_envelope_and_spike_alerts_once_and_across_restarts():
     # a long eval export has no training metrics: its `loss` is the eval metric
     assert metric_rows([{"step": 1, "metric": "eval/x", "loss": 2.0}], 100).empty
 
+
+
+def test_follow_a_hero_trained_here(ladder_smoke_root, tmp_path):
+    """The same loop on the smoke ladder (rungs trained here, their eval points choose the curve law): the
+    hero's eval.jsonl fed in two halves, each a poll; the run's last step ends it; the report carries it."""
+    root = tmp_path / "root"
+    shutil.copytree(ladder_smoke_root, root, ignore=shutil.ignore_patterns("wandb", "checkpoints", "follow"))
+    smoke = str(REPO / "experiments" / "smoke.py")
+    hero_dir = next((root / "smoke").glob("hero-*"))
+    rows = (hero_dir / "eval.jsonl").read_text().splitlines()
+    feed = tmp_path / "eval.jsonl"
+    feed.write_text("\n".join(rows[: len(rows) // 2]) + "\n")
+    proc = run_cli("follow", smoke, "--from-jsonl", str(feed), "--root", str(root), "--max-polls", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "done" not in proc.stdout
+    with feed.open("a") as fh:
+        fh.write("\n".join(rows[len(rows) // 2:]) + "\n")
+    proc = run_cli("follow", smoke, "--from-jsonl", str(feed), "--root", str(root), "--max-polls", "5")
+    assert proc.returncode == 0 and "reached its last step" in proc.stdout, proc.stdout + proc.stderr
+    rep = run_cli("report", smoke, "--root", str(root), "--json")
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    hero = json.loads(rep.stdout)["hero"]
+    last = json.loads(rows[-1])["step"]
+    assert hero["follow"]["done"] and hero["follow"]["last_step"] == last and hero["follow"]["polls"] == 2
+    assert [s["at_step"] for s in hero["snapshots"]] == [json.loads(rows[len(rows) // 2 - 1])["step"], last]
+    first = hero["snapshots"][0]
+    assert first["later_points"] == len(rows) - len(rows) // 2 and first["curve"][-1]["tokens"] > first["curve"][0]["tokens"]
