@@ -16,7 +16,7 @@ from ladder import layout
 from ladder.publish import readers
 from ladder.publish.files import JsonlTable, finite, natural_key, num, scalars
 from ladder.publish.root import ANALYSIS_STEPS, IMPORTED_META, LAW_CURVE_CSV, LadderRoot, _kind
-from ladder.publish.views_follow import followed_hero, tokens_per_step
+from ladder.publish.views_follow import followed_hero, snapshots_in_tokens
 
 MAX_POINTS = 2000  # per chart series; CSV downloads are never thinned
 STALE_HEARTBEAT_S = 180.0
@@ -269,11 +269,7 @@ class Views(LadderRoot):
             out["snapshots"] = snaps
         if pd_ is not None and not out["forecasts"]:
             followed_hero(self.files, self._columns, pd_.parent / "follow", out)
-        per_step = tokens_per_step(out["eval"]) or tokens_per_step(out["actual"])
-        for snap in out["snapshots"]:  # a trained hero's snapshot files are by step: one x unit on the chart
-            have = any(isinstance(t, int | float) for t in snap.get("tokens") or [])
-            if not have and per_step and snap.get("step"):
-                snap["tokens"] = [s * per_step for s in snap["step"]]
+        snapshots_in_tokens(out)
         imported = self.imported(ladder)
         for name, d in imported.items():
             rows = self.files.jsonl(d / layout.METRICS)
