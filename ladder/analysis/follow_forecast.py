@@ -135,6 +135,11 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
             sigma = np.where(fracs > c.step / ctx.total_steps, np.maximum(sigma, ctx.prior_sigma), sigma)
             rule += f"; past the change at step {c.step} ({n_after} of {CHANGE_POINTS} points after it): at least the prior band"
     lower, upper = central * np.exp(-ctx.z * sigma), central * np.exp(ctx.z * sigma)
+    if at_step >= ctx.total_steps - 1 and not seen.empty:
+        # the run is over (W&B steps are zero-based): its final eval is the answer, not a forecast
+        final = float(seen["loss"].iloc[-1])
+        central, lower, upper = (np.where(fracs >= at - 1e-12, final, a) for a in (central, lower, upper))
+        rule = "the run's last eval point: its final"
     curve = pd.DataFrame({"step": ctx.prior["step"].to_numpy(float), "tokens": ctx.prior["step"].to_numpy(float) * ctx.batch_tokens,
                           "frac": fracs, "loss": central, "lower": lower, "upper": upper})
     summary = {"at_step": int(at_step), "at_frac": at, "n_points": int(len(own_pts)),

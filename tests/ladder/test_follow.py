@@ -316,3 +316,41 @@ def test_follow_a_hero_trained_here(ladder_smoke_root, tmp_path):
     assert [s["at_step"] for s in hero["snapshots"]] == [json.loads(rows[len(rows) // 2 - 1])["step"], last]
     first = hero["snapshots"][0]
     assert first["later_points"] == len(rows) - len(rows) // 2 and first["curve"][-1]["tokens"] > first["curve"][0]["tokens"]
+
+
+def test_from_jsonl_url_and_retry_when_it_is_unreachable(prior_root, tmp_path):
+    """A JSONL served over http is followed like a file; an unreachable URL is one line and exit 2 on the first
+    poll, or retried with --retry (each failure one line) until --until, with nothing written."""
+    import functools
+    import http.server
+    import socket
+    import threading
+
+    root = fresh_root(prior_root, tmp_path)
+    served = tmp_path / "served"
+    served.mkdir()
+    rows = hero_rows()
+    rows = rows[(rows["step"] > 0) & (rows["frac"] <= 0.1)]
+    (served / "hero.jsonl").write_text("".join(json.dumps({"step": int(r.step), "tokens": int(r.tokens),
+                                                            "eval_loss": float(r.loss)}) + "\n" for r in rows.itertuples()))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hero.jsonl"
+        proc = run_cli("follow", MARIN, "--from-jsonl", url, "--root", str(root), "--max-polls", "1")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert json.loads((follow_dir(root) / "state.json").read_text())["last_step"] == int(rows["step"].max())
+    finally:
+        server.shutdown()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/hero.jsonl"
+    other = fresh_root(prior_root, tmp_path / "other")
+    proc = run_cli("follow", MARIN, "--from-jsonl", dead, "--root", str(other))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "--retry" in proc.stderr
+    proc = run_cli("follow", MARIN, "--from-jsonl", dead, "--root", str(other), "--retry", "--every", "1s", "--until", "4s")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    tries = [line for line in proc.stdout.splitlines() if line.startswith("poll failed")]
+    assert len(tries) >= 1 and all("retrying in" in line for line in tries)
+    assert not follow_dir(other).exists()
