@@ -276,8 +276,9 @@ def _train_rows(step, lr, loss, fpt, rng, spike_at):
                "wall_s": s * 0.26}
         prev = ls
         rows.append(row)
-        if i % eval_every == eval_every - 1 or i == n - 1:
-            el = prev + 0.03
+        # an eval lands on the spike too: the hero is scored on its eval points, so the sample's exit is one
+        if i % eval_every == eval_every - 1 or i == n - 1 or (spike_at is not None and s == spike_at):
+            el = prev + 0.03 + spike  # the held-out loss jumps at least as far as the train loss in a spike
             evals.append({"step": int(s), "tokens": tokens, "flops": fpt * tokens, "eval_loss": el,
                           "eval_loss/code": el * 0.82, "eval_loss/prose": el * 1.12,
                           "bpb/code": el * 0.82 / math.log(2) / 3.6, "bpb/prose": el * 1.12 / math.log(2) / 4.1,

@@ -8,8 +8,9 @@ scatter about the refit added:
           scored on its later points) at every a' on a 5% grid, pooled by horizon: RMS per horizon
           bin, never falling as h grows (running max), extrapolated in proportion to h past the
           longest horizon measured;
-  own     the hero's own earlier snapshots scored on the points that came after them, the same way:
-          a live forecast may never be more confident than it has been right;
+  own     the hero's own earlier snapshots scored on the points that came after them, the same way
+          (held past the longest horizon measured): a live forecast may never be more confident than
+          it has been right;
   prior   the rungs-only band's sigma at g, scaled to the horizon by the same linear-in-decades rule
           the prior band uses from the largest rung to the hero (log10(g / a) / decades).
 
@@ -58,8 +59,9 @@ def horizon_profile(h: np.ndarray, err: np.ndarray, min_count: int = 3) -> dict:
     return {"bins": rows, "n": int(h.size)}
 
 
-def profile_sigma(profile: dict | None, h: np.ndarray) -> np.ndarray:
-    """The profile's sigma at horizons h: the bin's running max; past the last bin, in proportion to h."""
+def profile_sigma(profile: dict | None, h: np.ndarray, extrapolate: bool = True) -> np.ndarray:
+    """The profile's sigma at horizons h: the bin's running max; past the last bin, in proportion to h
+    (extrapolate) or held there."""
     out = np.zeros_like(h, dtype=float)
     bins = (profile or {}).get("bins") or []
     if not bins:
@@ -71,7 +73,7 @@ def profile_sigma(profile: dict | None, h: np.ndarray) -> np.ndarray:
     # between measured bins (a bin too thin to count) the next lower bin's sigma holds
     for r in bins:
         out = np.where((h > r["h_hi"]) & (out == 0), r["sigma"], out)
-    return np.where(h > last["h_hi"], last["sigma"] * h / last["h_hi"], out)
+    return np.where(h > last["h_hi"], last["sigma"] * (h / last["h_hi"] if extrapolate else 1.0), out)
 
 
 def rung_horizon_errors(points: pd.DataFrame, fit_fn, pairs: list[tuple[list[str], str]]) -> pd.DataFrame:
@@ -117,7 +119,9 @@ def live_sigma(fracs: np.ndarray, at: float, prior_sigma: np.ndarray, decades: f
     """The snapshot's log sigma at each of `fracs` past `at` (noise alone at or before it) and its parts."""
     h = np.log(np.maximum(fracs / at, 1.0))
     sig_rungs = profile_sigma(rungs, h)
-    sig_own = profile_sigma(own, h)
+    # the hero's own record is held past its longest horizon: scaling a short-horizon miss (one bad eval point)
+    # out to the end of the run blew a snapshot's band up to +-100%; the rungs' part grows with h there
+    sig_own = profile_sigma(own, h, extrapolate=False)
     sig_prior = prior_sigma * np.log10(np.maximum(fracs / at, 1.0)) / max(decades, 1e-3)
     ahead = np.sqrt(np.maximum.reduce([sig_rungs, sig_own, sig_prior]) ** 2 + noise ** 2)
     # the rungs-only band bounds the rungs' part; the hero's own record may widen past it

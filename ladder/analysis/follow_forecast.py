@@ -47,23 +47,51 @@ class Context:
         return float(norm.ppf(0.5 + self.level / 2))
 
 
-def load_context(fit_dir: str | None, predict_dir: str | None, total_steps: int, batch_tokens: int) -> Context:
+def load_context(fit_dir: str | None, predict_dir: str | None, total_steps: int, batch_tokens: int,
+                 dep_dirs: dict[str, str] | None = None, rungs: list[str] | None = None) -> Context:
+    """The fit's chosen curve law on imported rung curves; for rungs trained here (no such law: they have
+    whole train curves), the curve law chosen here by the same backtests on their eval points."""
     from fits.matched_progress_choice import CANDIDATES
     from ladder.analysis.curve_laws import POINTS_CSV, axes
 
     doc = layout.read_json(Path(fit_dir) / layout.FIT, {}) if fit_dir else {}
     progress = (doc or {}).get("progress") or {}
     curve_path = Path(predict_dir) / layout.HERO_CURVE if predict_dir else None
-    if not progress.get("chosen") or curve_path is None or not curve_path.exists():
-        raise NoForecast("the ladder has no rungs-only curve forecast of the hero yet: import the rungs' eval curves "
-                         "(ladder import-results) and run `ladder submit SPEC` first")
-    points = pd.read_csv(Path(fit_dir) / POINTS_CSV)
-    axis = next(a for a in axes(points, progress["hero_totals"]) if a.name == progress["chosen"]["axis"])
-    pred = layout.read_json(Path(predict_dir) / layout.PREDICTION, {}) or {}
+    pred = (layout.read_json(Path(predict_dir) / layout.PREDICTION, {}) or {}) if predict_dir else {}
+    if curve_path is None or not curve_path.exists():
+        raise NoForecast("the ladder has no forecast of the hero yet: run `ladder submit SPEC` first (with rungs "
+                         "trained, or their eval curves imported with `ladder import-results`)")
     prior = pd.read_csv(curve_path)
-    return Context(axis=axis, fit_fn=CANDIDATES[progress["chosen"]["candidate"]], prior=prior,
-                   level=float(((pred.get("hero") or {}).get("level")) or 0.9),
-                   decades=float(progress["forecast"]["decades"]), total_steps=total_steps, batch_tokens=batch_tokens)
+    if "frac" not in prior:
+        prior = prior.assign(frac=prior["step"] / total_steps)
+    level = float(((pred.get("hero") or {}).get("level")) or 0.9)
+    if progress.get("chosen"):
+        points = pd.read_csv(Path(fit_dir) / POINTS_CSV)
+        axis = next(a for a in axes(points, progress["hero_totals"]) if a.name == progress["chosen"]["axis"])
+        return Context(axis=axis, fit_fn=CANDIDATES[progress["chosen"]["candidate"]], prior=prior, level=level,
+                       decades=float(progress["forecast"]["decades"]), total_steps=total_steps, batch_tokens=batch_tokens)
+    return _trained_context(prior, pred, level, total_steps, batch_tokens, dep_dirs or {}, rungs or [])
+
+
+def _trained_context(prior: pd.DataFrame, pred: dict, level: float, total_steps: int, batch_tokens: int,
+                     dep_dirs: dict[str, str], rungs: list[str]) -> Context:
+    from fits.matched_progress_choice import CANDIDATES, choose
+    from ladder.analysis.curve_laws import axes
+    from ladder.analysis.domain_forecasts import trained_points
+
+    hero_flops = (pred.get("hero") or {}).get("flops")
+    points = trained_points(dep_dirs, rungs)
+    if not hero_flops or points.empty or points["run"].nunique() < 3:
+        raise NoForecast("the ladder has no curve forecast to follow against: it needs 3 or more rungs with eval "
+                         "points (trained here, or imported with `ladder import-results`) and `ladder submit SPEC`")
+    cands = axes(points, {"ours": float(hero_flops)})
+    _, best = choose(cands)
+    if best is None:
+        raise NoForecast("no curve law could be backtested on the rungs' eval points; add rungs or evals")
+    axis = next(a for a in cands if a.name == best["axis"])
+    decades = math.log10(float(hero_flops) / float(axis.points["total_flops"].max()))
+    return Context(axis=axis, fit_fn=CANDIDATES[best["candidate"]], prior=prior, level=level, decades=decades,
+                   total_steps=total_steps, batch_tokens=batch_tokens)
 
 
 def rung_profile(ctx: Context) -> dict:
@@ -107,6 +135,11 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
             sigma = np.where(fracs > c.step / ctx.total_steps, np.maximum(sigma, ctx.prior_sigma), sigma)
             rule += f"; past the change at step {c.step} ({n_after} of {CHANGE_POINTS} points after it): at least the prior band"
     lower, upper = central * np.exp(-ctx.z * sigma), central * np.exp(ctx.z * sigma)
+    if at_step >= ctx.total_steps - 1 and not seen.empty:
+        # the run is over (W&B steps are zero-based): its final eval is the answer, not a forecast
+        final = float(seen["loss"].iloc[-1])
+        central, lower, upper = (np.where(fracs >= at - 1e-12, final, a) for a in (central, lower, upper))
+        rule = "the run's last eval point: its final"
     curve = pd.DataFrame({"step": ctx.prior["step"].to_numpy(float), "tokens": ctx.prior["step"].to_numpy(float) * ctx.batch_tokens,
                           "frac": fracs, "loss": central, "lower": lower, "upper": upper})
     summary = {"at_step": int(at_step), "at_frac": at, "n_points": int(len(own_pts)),

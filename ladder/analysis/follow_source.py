@@ -121,6 +121,8 @@ def _read_jsonl(where: str) -> list[dict]:
         with fsspec.open(where, "r", encoding="utf-8") as fh:
             text = fh.read()
     except FileNotFoundError:
+        if "://" in where and not where.startswith("file://"):  # fsspec's http says this for a refused connection too
+            raise SourceUnavailable(f"--from-jsonl {where}: not reachable now") from None
         raise InputError(f"--from-jsonl {where}: no such file; give the metrics file the run appends to") from None
     except OSError as exc:
         raise SourceUnavailable(f"--from-jsonl {where}: {type(exc).__name__}: {str(exc)[:200]}") from None

@@ -90,7 +90,8 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
     try:
         check(source)
         dirs = stages.step_dirs(spec)
-        ctx = load_context(dirs.get("fit"), dirs.get("predict"), spec.hero.steps, spec.hero.batch_tokens)
+        ctx = load_context(dirs.get("fit"), dirs.get("predict"), spec.hero.steps, spec.hero.batch_tokens,
+                           {k: v for k, v in dirs.items() if "://" not in v}, [r.name for r in spec.rungs])
     except (InputError, NoForecast) as exc:
         raise UserError(str(exc)) from None
     follower = Follower(follow_dir(spec.root, spec.name), ctx, source, tuple(spec.hero.changes), config, say=click.echo,

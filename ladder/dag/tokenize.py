@@ -103,7 +103,7 @@ def shard_dirs(dep_dirs: dict[str, str]) -> dict[str, str]:
 def tokenized(spec) -> dict[str, str]:
     """Each domain's token shards, tokenizing first what is not (the ladder's tokenizer and tokenize steps,
     through the executor, so a run alone shares them with the ladder's rungs)."""
-    from ladder.stages import plan_ladder, run_ladder
+    from ladder.dag.stages import plan_ladder, run_ladder
     from ladder.train.data import DataError
 
     steps = tokenize_steps(spec)

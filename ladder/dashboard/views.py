@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ladder.dashboard.views_follow import followed_hero, tokens_per_step
+from ladder.dashboard.views_follow import followed_hero, snapshots_in_tokens
 from ladder.outputs import layout, readers
 from ladder.outputs.files import JsonlTable, finite, natural_key, num, scalars
 from ladder.outputs.root import ANALYSIS_STEPS, IMPORTED_META, LAW_CURVE_CSV, LadderRoot, _kind
@@ -268,11 +268,7 @@ class Views(LadderRoot):
             out["snapshots"] = snaps
         if pd_ is not None and not out["forecasts"]:
             followed_hero(self.files, self._columns, pd_.parent / "follow", out)
-        per_step = tokens_per_step(out["eval"]) or tokens_per_step(out["actual"])
-        for snap in out["snapshots"]:  # a trained hero's snapshot files are by step: one x unit on the chart
-            have = any(isinstance(t, int | float) for t in snap.get("tokens") or [])
-            if not have and per_step and snap.get("step"):
-                snap["tokens"] = [s * per_step for s in snap["step"]]
+        snapshots_in_tokens(out)
         imported = self.imported(ladder)
         for name, d in imported.items():
             rows = self.files.jsonl(d / layout.METRICS)

@@ -31,3 +31,12 @@ def tokens_per_step(cols: dict) -> float | None:
     pairs = [(s, t) for s, t in zip(steps, tokens, strict=False)
              if isinstance(s, int | float) and isinstance(t, int | float) and s > 0]
     return float(pairs[-1][1]) / float(pairs[-1][0]) if pairs else None
+
+
+def snapshots_in_tokens(out: dict) -> None:
+    """A trained hero's snapshot files are by step: give them tokens, the actual's x unit on the chart."""
+    per_step = tokens_per_step(out["eval"]) or tokens_per_step(out["actual"])
+    for snap in out["snapshots"]:
+        have = any(isinstance(t, int | float) for t in snap.get("tokens") or [])
+        if not have and per_step and snap.get("step"):
+            snap["tokens"] = [s * per_step for s in snap["step"]]

@@ -72,6 +72,14 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
     hero_dir = dep_dirs.get(config.get("hero") or "")
     if hero and hero_dir and (Path(hero_dir) / layout.FORECASTS).exists():
         hero["snapshots"] = trained_snapshots(hero_dir)
+    if hero is not None and predict_dir:
+        hero["changes"] = list(config.get("hero_changes") or [])
+    if hero is not None and predict_dir and not p.get("source"):  # a hero trained here, followed with `ladder follow`
+        from ladder.analysis.follow_report import followed
+
+        trained_live = followed(Path(predict_dir).parent, {})
+        if trained_live is not None:
+            hero.update(trained_live)
     if not hero or not p.get("source") or not predict_dir:
         return
     curve = pd.read_csv(Path(predict_dir) / layout.HERO_CURVE)
@@ -85,7 +93,6 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
         baselines[name] = {**b, "curve": _curve_records(table) if not table.empty else []}
         tables[f"baseline/{name}"] = table
     report["baselines"] = baselines
-    hero["changes"] = list(config.get("hero_changes") or [])
     from ladder.analysis.follow_report import followed
 
     live = followed(Path(predict_dir).parent, {n: tables[f"baseline/{n}"] for n in baselines

@@ -290,21 +290,67 @@ def test_metric_envelope_and_spike_alerts_once_and_across_restarts():
     assert metric_rows([{"step": 1, "metric": "eval/x", "loss": 2.0}], 100).empty
 
 
-def test_report_json_carries_each_snapshot_curve_for_an_imported_hero(prior_root, tmp_path):
-    root = fresh_root(prior_root, tmp_path)
-    hero_csv = tmp_path / "hero.csv"
-    rows = hero_rows()
-    rows.assign(name="d6144")[["name", "step", "tokens", "loss"]].to_csv(hero_csv, index=False)
-    assert run_cli("import-results", MARIN, str(hero_csv), "--root", str(root)).returncode == 0
-    assert run_cli("submit", MARIN, "--root", str(root), "--no-progress", "--wandb", "disabled").returncode in (0, 1)
-    proc = run_cli("report", MARIN, "--root", str(root), "--json")
+
+def test_follow_a_hero_trained_here(ladder_smoke_root, tmp_path):
+    """The same loop on the smoke ladder (rungs trained here, their eval points choose the curve law): the
+    hero's eval.jsonl fed in two halves, each a poll; the run's last step ends it; the report carries it."""
+    root = tmp_path / "root"
+    shutil.copytree(ladder_smoke_root, root, ignore=shutil.ignore_patterns("wandb", "checkpoints", "follow"))
+    smoke = str(REPO / "experiments" / "smoke.py")
+    hero_dir = next((root / "smoke").glob("hero-*"))
+    rows = (hero_dir / "eval.jsonl").read_text().splitlines()
+    feed = tmp_path / "eval.jsonl"
+    feed.write_text("\n".join(rows[: len(rows) // 2]) + "\n")
+    proc = run_cli("follow", smoke, "--from-jsonl", str(feed), "--root", str(root), "--max-polls", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    snaps = json.loads(proc.stdout)["hero"]["snapshots"]
-    assert len(snaps) >= 5
-    for s in snaps:
-        curve = s["curve"]
-        tokens = [c["tokens"] for c in curve]
-        assert tokens == sorted(tokens) and tokens[-1] == pytest.approx(HERO_STEPS * BATCH_TOKENS)
-        assert tokens[0] >= s["at_step"] * BATCH_TOKENS - 1
-        assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
-        assert curve[-1]["loss"] == pytest.approx(s["predicted_final"])
+    assert "done" not in proc.stdout
+    with feed.open("a") as fh:
+        fh.write("\n".join(rows[len(rows) // 2:]) + "\n")
+    proc = run_cli("follow", smoke, "--from-jsonl", str(feed), "--root", str(root), "--max-polls", "5")
+    assert proc.returncode == 0 and "reached its last step" in proc.stdout, proc.stdout + proc.stderr
+    rep = run_cli("report", smoke, "--root", str(root), "--json")
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    hero = json.loads(rep.stdout)["hero"]
+    last = json.loads(rows[-1])["step"]
+    assert hero["follow"]["done"] and hero["follow"]["last_step"] == last and hero["follow"]["polls"] == 2
+    assert [s["at_step"] for s in hero["snapshots"]] == [json.loads(rows[len(rows) // 2 - 1])["step"], last]
+    first = hero["snapshots"][0]
+    assert first["later_points"] == len(rows) - len(rows) // 2 and first["curve"][-1]["tokens"] > first["curve"][0]["tokens"]
+
+
+def test_from_jsonl_url_and_retry_when_it_is_unreachable(prior_root, tmp_path):
+    """A JSONL served over http is followed like a file; an unreachable URL is one line and exit 2 on the first
+    poll, or retried with --retry (each failure one line) until --until, with nothing written."""
+    import functools
+    import http.server
+    import socket
+    import threading
+
+    root = fresh_root(prior_root, tmp_path)
+    served = tmp_path / "served"
+    served.mkdir()
+    rows = hero_rows()
+    rows = rows[(rows["step"] > 0) & (rows["frac"] <= 0.1)]
+    (served / "hero.jsonl").write_text("".join(json.dumps({"step": int(r.step), "tokens": int(r.tokens),
+                                                            "eval_loss": float(r.loss)}) + "\n" for r in rows.itertuples()))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hero.jsonl"
+        proc = run_cli("follow", MARIN, "--from-jsonl", url, "--root", str(root), "--max-polls", "1")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert json.loads((follow_dir(root) / "state.json").read_text())["last_step"] == int(rows["step"].max())
+    finally:
+        server.shutdown()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/hero.jsonl"
+    other = fresh_root(prior_root, tmp_path / "other")
+    proc = run_cli("follow", MARIN, "--from-jsonl", dead, "--root", str(other))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "--retry" in proc.stderr
+    proc = run_cli("follow", MARIN, "--from-jsonl", dead, "--root", str(other), "--retry", "--every", "1s", "--until", "4s")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    tries = [line for line in proc.stdout.splitlines() if line.startswith("poll failed")]
+    assert len(tries) >= 1 and all("retrying in" in line for line in tries)
+    assert not follow_dir(other).exists()

@@ -202,6 +202,14 @@ def test_hero_recorded_through_import_results_reads_the_same(tmp_path):
     view = Root(root).hero("marin_moe_535b")["comparisons"]["hero"]["summary"]
     assert view["points"] == cmp["points"] and view["mean_abs_error"] == pytest.approx(cmp["mean_abs_rel_error"])
     assert view["marin_mean_abs_error"] == pytest.approx(cmp["marin_mean_abs_rel_error"])
+    # every snapshot carries its whole curve over the rest of the run (issue 47)
+    total_tokens = 390_251 * 11_264 * 4096
+    assert len(hero["snapshots"]) >= 5
+    for snap in hero["snapshots"]:
+        tokens = [c["tokens"] for c in snap["curve"]]
+        assert tokens == sorted(tokens) and tokens[-1] == pytest.approx(total_tokens)
+        assert all(c["lower"] <= c["loss"] <= c["upper"] for c in snap["curve"])
+        assert snap["curve"][-1]["loss"] == pytest.approx(snap["predicted_final"])
 
 
 def test_report_says_one_seed_per_size_and_refuses_the_exact_law(report, marin_root):
