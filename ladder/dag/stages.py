@@ -373,7 +373,6 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
 
     compile_cache.enable(out_dir)
     role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
-    from ladder.dag.tokenize import tokenized
 
     shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
     return train(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards)
@@ -406,3 +405,16 @@ def placed(spec: LadderSpec) -> LadderSpec:
     from ladder.dag import isoflop
 
     return isoflop.placed(spec)[0]
+
+
+def tokenized(spec) -> dict[str, str]:
+    """Each domain's token shards, tokenizing first what is not (the ladder's tokenizer and tokenize steps,
+    through the executor, so a run alone shares them with the ladder's rungs)."""
+    from ladder.train.data import DataError
+
+    steps = tokenize_steps(spec)
+    summary = run_ladder(spec, steps=steps)
+    if not summary.ok:
+        failed = [f"{name} {o.status}" for name, o in summary.steps.items() if o.status != "SUCCESS"]
+        raise DataError(f"tokenize: {', '.join(failed)}; see `ladder status` and the step's error.txt")
+    return shard_dirs({e.name: e.path for e in plan_ladder(spec, steps=steps)})

@@ -100,20 +100,6 @@ def shard_dirs(dep_dirs: dict[str, str]) -> dict[str, str]:
     return {k[len(PREFIX):]: v for k, v in dep_dirs.items() if k.startswith(PREFIX)}
 
 
-def tokenized(spec) -> dict[str, str]:
-    """Each domain's token shards, tokenizing first what is not (the ladder's tokenizer and tokenize steps,
-    through the executor, so a run alone shares them with the ladder's rungs)."""
-    from ladder.dag.stages import plan_ladder, run_ladder
-    from ladder.train.data import DataError
-
-    steps = tokenize_steps(spec)
-    summary = run_ladder(spec, steps=steps)
-    if not summary.ok:
-        failed = [f"{name} {o.status}" for name, o in summary.steps.items() if o.status != "SUCCESS"]
-        raise DataError(f"tokenize: {', '.join(failed)}; see `ladder status` and the step's error.txt")
-    return shard_dirs({e.name: e.path for e in plan_ladder(spec, steps=steps)})
-
-
 # ------------------------------------------------------------------------------------------------
 # The step function.
 

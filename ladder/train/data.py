@@ -262,16 +262,3 @@ class Mixture:
     def train_windows_overlap(self, domain: int, window: np.ndarray) -> bool:
         """True if ``window`` occurs verbatim in the domain's train stream (used by tests)."""
         return bytes(window.astype(np.uint8).tobytes()) in self.domains[domain].train.tobytes()
-
-
-def open_mixture(data: DataSpec, seq_len: int, seed: int, shard_dirs=None):
-    """The run's data: token shards (ladder.train.stream) when its tokenize steps wrote them, else the
-    ``bytes`` tokenizer's in-memory Mixture."""
-    if shard_dirs:
-        from ladder.train.stream import ShardMixture
-
-        return ShardMixture(data, seq_len, seed, shard_dirs)
-    if data.tokenizer != "bytes":
-        raise DataError(f"data.tokenizer: {data.tokenizer} trains from token shards; run the ladder (ladder submit) "
-                        "so its tokenize steps write them")
-    return Mixture(data, seq_len, seed)

@@ -37,7 +37,6 @@ from ladder.outputs.layout import write_json_atomic
 from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_from_dict, to_dict
 from ladder.train import optim as optim_lib
 from ladder.train.checkpoint import Checkpointer
-from ladder.train.data import open_mixture
 from ladder.train.evaluate import eval_model, make_run_eval
 from ladder.train.hooks import Callback, call_hooks
 from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
@@ -48,6 +47,7 @@ from ladder.train.outputs import TrainConfigMismatch, check_same_config, summari
 from ladder.train.parallel import plan
 from ladder.train.peaks import run_peak_flops
 from ladder.train.sigterm import Sigterm
+from ladder.train.stream import open_mixture
 
 
 class Diverged(RuntimeError):

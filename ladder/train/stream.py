@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ladder.spec import DataSpec
-from ladder.train.data import DataError
+from ladder.train.data import DataError, Mixture
 from ladder.train.sampling import Sampler
 from ladder.train.shards import Split, open_split
 
@@ -86,3 +86,14 @@ class ShardMixture:
     def eval_bytes(self, domain: int, eval_tokens: int) -> int:
         """UTF-8 bytes the eval windows' predicted tokens stand for (bits per byte's denominator)."""
         return self.domains[domain].heldout.target_bytes(self._eval_index(domain, eval_tokens))
+
+
+def open_mixture(data: DataSpec, seq_len: int, seed: int, shard_dirs=None):
+    """The run's data: token shards (ladder.train.stream) when its tokenize steps wrote them, else the
+    ``bytes`` tokenizer's in-memory Mixture."""
+    if shard_dirs:
+        return ShardMixture(data, seq_len, seed, shard_dirs)
+    if data.tokenizer != "bytes":
+        raise DataError(f"data.tokenizer: {data.tokenizer} trains from token shards; run the ladder (ladder submit) "
+                        "so its tokenize steps write them")
+    return Mixture(data, seq_len, seed)

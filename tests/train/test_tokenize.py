@@ -18,10 +18,11 @@ import pytest
 
 from ladder.dag.tokenize import tokenize
 from ladder.spec import DataSpec, DomainSpec
-from ladder.train.data import documents, is_heldout, open_mixture
+from ladder.train.data import documents, is_heldout
 from ladder.train.hf_tokenizer import HFTokenizer, train_bpe
 from ladder.train.sampling import Sampler, block_counts, permute
 from ladder.train.shards import ShardError
+from ladder.train.stream import open_mixture
 
 HELDOUT = 0.1
 SHARD_BYTES = 60_000
