@@ -27,6 +27,7 @@ from ladder.spec import ModelSpec
 from ladder.train import axes, init, precision
 from ladder.train.moe import MoE, RouterBias
 
+
 def onehot_paths() -> bool:
     """One-hot embedding and target logit on CPU, where their matmul gradients beat a scatter-add; a gather
     and ``take_along_axis`` elsewhere: at vocab 128k the one-hot (B, T, V) arrays would dominate memory."""
