@@ -64,8 +64,9 @@ from ladder.train.data import Mixture
 from ladder.train.jitted import make_train_chunk
 from ladder.train.model import build
 from ladder.train.parallel import plan
+import hashlib, re
 spec = load_spec(sys.argv[1])
-runs = {}
+runs, programs = {}, {}
 for name in sys.argv[2].split(","):
     rung = placed(spec).rung(name)
     fm = build(rung.model, 0)
@@ -77,9 +78,14 @@ for name in sys.argv[2].split(","):
     chunk = make_train_chunk(fm, opt, optim.lr_multipliers(fm.param_names, rung.optim), layout, int(sys.argv[3]))
     batches = Mixture(spec.data, rung.seq_len, 0).batches(0, int(sys.argv[3]), rung.batch_size)
     lrs = np.full(int(sys.argv[3]), 1e-4, np.float32)
+    hlo = chunk.jitted.lower(*state, batches, lrs, np.int32(len(lrs))).compile().as_text()
+    hlo = re.sub(r"(, metadata=\{[^}]*\}|, origin=\{[^}]*\}|stack_frame_id=\d+|HloModule \S+)", "", hlo)
+    programs[name] = hashlib.sha256("\n".join(l for l in hlo.splitlines()
+                                              if "file_location_id" not in l and "file_name_id" not in l
+                                              and not re.match(r'^\d+ "', l)).encode()).hexdigest()[:12]
     out = chunk(*state, batches, lrs); jax.block_until_ready(out)
     runs[name] = [chunk, out[:3], batches, lrs, rung.batch_size * rung.seq_len]
-print(json.dumps({"ready": True}), flush=True)
+print(json.dumps({"ready": True, "programs": programs}), flush=True)
 for _ in sys.stdin:
     row = {}
     for name, r in runs.items():
@@ -146,8 +152,10 @@ def speed_table() -> None:
                     [sys.executable, "-c", SPEED_CHILD, str(Path(tree) / "experiments" / "tiny.py"), ",".join(group),
                      str(STEPS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env(devices, tree),
                     cwd=tree)
-        for child in children.values():
-            json.loads(child.stdout.readline())
+        programs = {}
+        for (label, _group), child in children.items():
+            for name, digest in json.loads(child.stdout.readline())["programs"].items():
+                programs[(label, name)] = digest
         best: dict[tuple[str, str], float] = {}
         for _ in range(ROUNDS):
             for (label, _group), child in children.items():
@@ -160,11 +168,13 @@ def speed_table() -> None:
             child.wait(timeout=60)
         print(f"\ndefault ladder (experiments/tiny.py), trainer chunk of {STEPS} steps, best of {ROUNDS} alternated "
               f"rounds: tokens/s, this tree vs base {rev} ({base_hash})")
-        print(f"{'rung':<8} {'base':>10} {'this':>10} {'this/base':>9}")
+        print(f"{'rung':<8} {'base':>10} {'this':>10} {'this/base':>9}  compiled program")
         for group in RUNGS:
             for name in group:
                 b, t = best[("base", name)], best[("this", name)]
-                print(f"{name:<8} {b:>10,.0f} {t:>10,.0f} {t / b:>9.3f}")
+                same = "identical" if programs[("base", name)] == programs[("this", name)] else "differs"
+                print(f"{name:<8} {b:>10,.0f} {t:>10,.0f} {t / b:>9.3f}  {same} (XLA's optimised HLO, "
+                      "source locations left out)")
     finally:
         shutil.rmtree(base_dir, ignore_errors=True)
 

@@ -86,6 +86,9 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+    if "://" in str(out_dir):
+        raise ValueError(f"{rung.name}: a gang of processes writes its checkpoint shards into one shared folder; "
+                         f"{out_dir} is a URL: train it into a local (or shared-filesystem) root")
     res = rung.resources
     n = int(res.processes)
     bundle = {"CPU": float(res.cpus) / n}

@@ -16,6 +16,7 @@ one-device numerics stay bit-identical to a trainer without this module.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +94,7 @@ class Layout:
         return jax.make_array_from_process_local_data(self.rows, mine, rows_BxX.shape)
 
     def _traced(self, fn):
+        @functools.wraps(fn)  # the same program name (and persistent-cache key) as before the rules
         def under_mesh(*args):
             with axes.active(self.mesh, self.rule):
                 return fn(*args)

@@ -118,3 +118,25 @@ def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes
     assert len(starts) == 2, starts  # the gang started again, whole, after the kill
     assert len({node for _, node in starts[0]}) == 2, starts  # one process on each Ray node
     _same(_losses(out), one_process)
+
+
+@pytest.mark.slow
+def test_the_executor_runs_a_gang_as_one_step_with_one_result(two_nodes, tmp_path):
+    import ray
+
+    from ladder.executor import Executor
+    from ladder.spec.load import load_spec
+    from ladder.stages import placed
+    from ladder.train_steps import task_resources, training_step
+
+    spec = load_spec(SMOKE, ["hero.resources.processes=2", "hero.tokens=24576", f"root={tmp_path}"])
+    hero = placed(spec).rung("hero")
+    step = training_step(spec, hero, "rung")
+    assert task_resources(hero)["cpus"] == 0  # the gang's placement group holds the CPUs, not the step
+    summary = Executor(str(tmp_path), spec.name, address=two_nodes.address).run([step])
+    assert summary.statuses == {"hero": "SUCCESS"}, summary.statuses
+    [result] = list(tmp_path.glob("smoke/hero-*/result.json"))
+    got = json.loads(result.read_text())
+    assert got["processes"] == 2 and got["devices"] == 2 and got["steps"] == 24, got
+    groups = ray.util.placement_group_table().values()
+    assert groups and all(pg["state"] == "REMOVED" for pg in groups)  # the gang's CPUs are given back

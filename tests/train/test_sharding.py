@@ -70,6 +70,14 @@ CHILD = textwrap.dedent("""
                                "opt_whole": sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(o))}
         del p, b, o
 
+    # Expert parallelism: a MoE's experts split over the expert axis, the rest over fsdp.
+    r = make_rung(MOE, batch=8, resources=Resources(devices=4, parallel="fsdp", expert_parallel=2))
+    fm = build(r.model, 3, host=True)
+    opt = optim.make_optimizer(r.optim, fm.params)
+    layout = plan(r, fm.params, fm.bias, jax.eval_shape(opt.init, fm.params))
+    res["expert_mesh"] = dict(layout.mesh.shape)
+    res["expert_w13"] = [str(a) for a in layout.params["layers.0.mlp.w13"].spec]
+
     # Microbatch accumulation and remat, on one device and on the fsdp mesh of two.
     def losses(d):
         return [json.loads(line)["loss"] for line in open(d + "/metrics.jsonl")]
@@ -77,7 +85,10 @@ CHILD = textwrap.dedent("""
     runs = {}
     for name, model in (("dense", DENSE), ("moe", MOE)):
         for key, res_ in (("one", Resources(devices=1)), ("mb4", Resources(devices=1, microbatches=4)),
-                          ("mb2_fsdp2_remat", Resources(devices=2, parallel="fsdp", microbatches=2, remat="full"))):
+                          ("mb2_fsdp2_remat", Resources(devices=2, parallel="fsdp", microbatches=2, remat="full")),
+                          ("ep2_fsdp2", Resources(devices=4, parallel="fsdp", expert_parallel=2))):
+            if key == "ep2_fsdp2" and model is not MOE:
+                continue
             r = make_rung(model, steps=6, batch=8, checkpoint_every=6, eval_every=6, resources=res_,
                           schedule=ScheduleSpec(kind="wsd", warmup_steps=2))
             d = f"{out}/{name}-{key}"
@@ -149,3 +160,10 @@ def test_four_microbatches_equal_one_batch(measured, model):
 def test_accumulation_with_remat_on_an_fsdp_mesh_matches(measured, model):
     np.testing.assert_allclose(measured["runs"][f"{model}-mb2_fsdp2_remat"], measured["runs"][f"{model}-one"],
                                rtol=RTOL)
+
+
+@pytest.mark.slow
+def test_expert_parallelism_splits_the_experts_and_trains_the_same_losses(measured):
+    assert measured["expert_mesh"] == {"data": 1, "fsdp": 2, "expert": 2}
+    assert measured["expert_w13"][:2] == ["expert", "fsdp"]  # (E, d, 2f): experts, then d_model
+    np.testing.assert_allclose(measured["runs"]["moe-ep2_fsdp2"], measured["runs"]["moe-one"], rtol=RTOL)
