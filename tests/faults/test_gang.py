@@ -124,10 +124,10 @@ def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes
 def test_the_executor_runs_a_gang_as_one_step_with_one_result(two_nodes, tmp_path):
     import ray
 
+    from ladder.dag.stages import placed
+    from ladder.dag.train_steps import task_resources, training_step
     from ladder.executor import Executor
     from ladder.spec.load import load_spec
-    from ladder.stages import placed
-    from ladder.train_steps import task_resources, training_step
 
     spec = load_spec(SMOKE, ["hero.resources.processes=2", "hero.tokens=24576", f"root={tmp_path}"])
     hero = placed(spec).rung("hero")
