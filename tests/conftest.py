@@ -160,26 +160,37 @@ def shared_ladder_outcome():
     return shared_ladder
 
 
-@pytest.fixture(scope="session")
-def ray_session():
+class SessionRay:
     """One local Ray (2 CPUs) per test process, shared by every module that only needs a Ray (the
     executor and fault tests' ``ray_local``): a Ray start costs seconds alone and tens of seconds on a
-    loaded machine, once per module before. Tests that need a Ray of their own (a cluster, a driver
-    process) still start it."""
+    loaded machine, once per module before. A module that needs a Ray of its own (a cluster) shuts this
+    one down first; the next module that asks starts it again."""
+
+    def __init__(self) -> None:
+        self.tmp: str | None = None
+
+    def ensure(self):
+        import ray
+
+        if ray.is_initialized():
+            return ray
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        self.tmp = self.tmp or tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: Ray's socket paths are limited
+        ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=self.tmp, logging_level="WARNING",
+                 object_store_memory=100 * 1024 * 1024)
+        return ray
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    session = SessionRay()
+    yield session
     import ray
 
     if ray.is_initialized():
-        yield ray
-        return
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    tmp = tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: Ray's socket paths have a length limit
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=tmp, logging_level="WARNING",
-             object_store_memory=100 * 1024 * 1024)
-    try:
-        yield ray
-    finally:
         ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
+    if session.tmp:
+        shutil.rmtree(session.tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

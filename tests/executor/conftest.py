@@ -17,8 +17,9 @@ import exec_stepfns  # noqa: E402
 @pytest.fixture(scope="module")
 def ray_local(ray_session):
     """The session's local Ray, with this folder's step functions shipped by value."""
-    ray_session.cloudpickle.register_pickle_by_value(exec_stepfns)
-    return ray_session
+    ray = ray_session.ensure()
+    ray.cloudpickle.register_pickle_by_value(exec_stepfns)
+    return ray
 
 
 @pytest.fixture

@@ -188,5 +188,6 @@ def ray_local(ray_session):
     """The session's local Ray, with the fault steps shipped by value."""
     import fault_steps
 
-    ray_session.cloudpickle.register_pickle_by_value(fault_steps)
-    return ray_session
+    ray = ray_session.ensure()
+    ray.cloudpickle.register_pickle_by_value(fault_steps)
+    return ray

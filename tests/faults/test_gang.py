@@ -40,6 +40,8 @@ def two_nodes():
     import ray
     from ray.cluster_utils import Cluster
 
+    if ray.is_initialized():  # the session's shared local Ray (tests/conftest.py): this module needs the cluster
+        ray.shutdown()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     tmp = tempfile.mkdtemp(prefix="rg-", dir="/tmp")
     store = 80 * 1024 * 1024
