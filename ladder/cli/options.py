@@ -38,6 +38,7 @@ ENVIRONMENT = {
     "WANDB_BASE_URL": "a self-hosted W&B server",
     "NETRC": "the netrc file whose api.wandb.ai entry counts as being logged in to W&B",
     "XLA_FLAGS": "JAX/XLA flags; a CPU run adds its host-device count to them",
+    "JAX_PLATFORMS": "JAX's backends; a gang's processes run on cpu (gloo collectives) when the run asks for no GPU",
 }
 
 

@@ -55,18 +55,21 @@ class ShardMixture:
         self.weights = w / w.sum()
         self.sampler = Sampler(self.seed, self.weights, [d.train.n_windows for d in self.domains])
 
-    def batch(self, step: int, batch_size: int) -> np.ndarray:
-        """(batch_size, seq_len + 1) int32 tokens for optimizer step ``step`` (0-based)."""
+    def batch(self, step: int, batch_size: int, rows: slice | None = None) -> np.ndarray:
+        """(batch_size, seq_len + 1) int32 tokens for optimizer step ``step`` (0-based); with ``rows``, only
+        those rows of it (a process of a gang loads its own slice of every batch)."""
         g = int(step) * batch_size + np.arange(batch_size, dtype=np.int64)
+        if rows is not None:
+            g = g[rows]
         dom, k = self.sampler.draws(g)
-        out = np.empty((batch_size, self.seq_len + 1), dtype=np.int32)
+        out = np.empty((len(g), self.seq_len + 1), dtype=np.int32)
         for d in np.unique(dom):
-            rows = np.flatnonzero(dom == d)
-            out[rows] = self.domains[d].train.windows(self.sampler.windows(int(d), k[rows]))
+            picked = np.flatnonzero(dom == d)
+            out[picked] = self.domains[d].train.windows(self.sampler.windows(int(d), k[picked]))
         return out
 
-    def batches(self, start: int, count: int, batch_size: int) -> np.ndarray:
-        return np.stack([self.batch(start + i, batch_size) for i in range(count)])
+    def batches(self, start: int, count: int, batch_size: int, rows: slice | None = None) -> np.ndarray:
+        return np.stack([self.batch(start + i, batch_size, rows) for i in range(count)])
 
     def epochs_seen(self, steps: int, batch_size: int) -> dict[str, float]:
         """Passes over each domain's training windows that ``steps`` steps of ``batch_size`` make."""

@@ -162,6 +162,8 @@ def test_batches_are_a_pure_function_of_seed_and_step(corpus):
     assert np.unique(first_epoch).size == first_epoch.size  # no window twice in the first epoch
     assert np.array_equal(a.batch(3, 8), a.domains[0].train.windows(first_epoch[24:32]))
     assert a.epochs_seen(n // 8, 8)["docs"] == pytest.approx((n // 8) * 8 / n)
+    # A gang's process draws only its rows of each batch: exactly those rows of the whole batch.
+    assert np.array_equal(a.batches(40, 3, 8, slice(4, 8)), a.batches(40, 3, 8)[:, 4:8])
 
 
 def test_evals_read_the_heldout_windows_and_their_bytes(corpus):
