@@ -23,6 +23,8 @@ tmp=${LADDER_RAY_TMP:-/tmp/ladder-ray}
 nodes="$tmp/nodes"
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 export RAY_USAGE_STATS_ENABLED=0
+# Ray starts workers at nice 15; a ladder's workers are its training, at the default priority (ladder.executor.ray_start).
+export RAY_worker_niceness=${RAY_worker_niceness:-0}
 ray=${RAY:-ray}
 if ! command -v "$ray" >/dev/null 2>&1 && [ -x "$(dirname "$0")/../.venv/bin/ray" ]; then
   ray="$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/ray"

@@ -175,6 +175,7 @@ class SessionRay:
         if ray.is_initialized():
             return ray
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        os.environ.setdefault("RAY_worker_niceness", "0")  # as ladder's own local Ray (ladder.executor.ray_start)
         self.tmp = self.tmp or tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: Ray's socket paths are limited
         ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=self.tmp, logging_level="WARNING",
                  object_store_memory=100 * 1024 * 1024)

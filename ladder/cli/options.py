@@ -29,6 +29,7 @@ ENVIRONMENT = {
     "XDG_CACHE_HOME": "the user cache dir (default ~/.cache): where the data-source digest cache lives",
     "LADDER_RAY_DASHBOARD": "1 starts Ray's own dashboard with a local Ray (off by default)",
     "RAY_TMPDIR": "Ray's temp folder for a local Ray",
+    "RAY_worker_niceness": "nice value of a local Ray's workers (0 here: the steps run at the driver's priority; Ray's own default is 15)",
     "LADDER_RAY_START_S": "seconds a driver keeps retrying, with backoff, to start or join Ray before it gives up (300)",
     "JAX_COMPILATION_CACHE_DIR": "where compiled XLA programs are kept (default <root>/.jax-cache)",
     "WANDB_MODE": "W&B mode (online, offline, disabled) when the spec and --wandb do not say",
