@@ -18,6 +18,18 @@ from ladder.train.sources import SourceError, can_read, check
 from ladder.train.stream import open_mixture
 
 
+@pytest.fixture(autouse=True, scope="module")
+def no_shared_ray():
+    """tokenize() spreads its shards over Ray when this process has a Ray: the session's shared one
+    (tests/conftest.py) may have started its workers before the S3 server set the AWS credentials, so
+    these tests tokenize in this process; the next module that needs a Ray starts it again."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    yield
+
+
 @pytest.fixture
 def bucket_corpus(s3_bucket, tmp_path):
     from pydoc_data.topics import topics
