@@ -93,9 +93,8 @@ def start_ray(address: str | None, *, include_dashboard: bool = False, log: Call
 
     temp_dir = os.environ.get("RAY_TMPDIR") or None
     # Ray starts its workers at nice 15 (its worker_niceness), so any other process at the default priority
-    # starves every step a ladder runs (on a 2-core machine beside two busy processes, training ran at a
-    # small fraction of its share). A ladder's workers are its training: they run at the driver's priority.
-    # Read by the raylet a local start spawns; a user's own setting wins.
+    # starves every step a ladder runs. A ladder's workers are its training: they run at the driver's
+    # priority. Read by the raylet a local start spawns; a user's own setting wins.
     os.environ.setdefault("RAY_worker_niceness", "0")
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
     if address:
