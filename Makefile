@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 # Two test processes (pytest-xdist, one file at a time each): alone, the suite keeps little more than
 # one core busy (fault tests wait on leases and kills, small JAX programs run on one thread).
 TEST_WORKERS ?= 2
@@ -42,7 +43,20 @@ demo: install
 test: install browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests --durations=30
 
-bench: install
+# The bench extra (torch, for bench_train's PyTorch-eager column), installed by `make bench` only: a CPU
+# build, from PyTorch's CPU index through uv's --torch-backend (PyPI's Linux wheel brings GBs of CUDA
+# libraries a CPU bench never loads). Where that index cannot be reached (a machine that reaches PyPI
+# only), pip takes a torch wheel from its own find-links when it has one (a local CPU build), then the
+# rest of the extra from its index.
+$(BENCH_STAMP): $(STAMP)
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q --native-tls --compile-bytecode --torch-backend cpu \
+	  -e '.[train,dev,bench]' \
+	  || { $(BIN)/pip install -q --no-index --no-deps 'torch>=2.5' \
+	         || echo "no torch wheel in pip's find-links: pip takes its index's"; \
+	       $(BIN)/pip install -q -e '.[train,dev,bench]'; }
+	@touch $@
+
+bench: install $(BENCH_STAMP)
 	$(BIN)/python -m bench
 
 lint: install

@@ -28,25 +28,10 @@ def _time(name: str, rounds: int) -> dict[int, list[float]]:
     import jax
     import numpy as np
 
-    from ladder.dag.stages import placed
-    from ladder.spec.load import load_spec
-    from ladder.train import optim
-    from ladder.train.data import Mixture
-    from ladder.train.jitted import make_train_chunk
-    from ladder.train.model import build
-    from ladder.train.parallel import plan
+    from bench.rung_chunk import rung_chunk
 
-    spec = load_spec(os.path.join(os.path.dirname(__file__), "..", "experiments", "tiny.py"))
-    rung = placed(spec).rung(name)
-    fm = build(rung.model, 0)
-    opt = optim.make_optimizer(rung.optim, fm.params)
-    state = (fm.params, fm.bias, opt.init(fm.params))
-    layout = plan(rung, *state)
-    if layout is not None:
-        state = layout.place(*state)
     k = max(LENGTHS)
-    chunk = make_train_chunk(fm, opt, optim.lr_multipliers(fm.param_names, rung.optim), layout, k)
-    batches = Mixture(spec.data, rung.seq_len, 0).batches(0, k, rung.batch_size)
+    chunk, state, batches = rung_chunk(os.path.join(os.path.dirname(__file__), "..", "experiments", "tiny.py"), name, k)
     out: dict[int, list[float]] = {n: [] for n in LENGTHS}
     for r in range(rounds + 1):  # round 0 compiles and warms
         for n in LENGTHS:

@@ -11,11 +11,12 @@ default of a multi-CPU run, the process split into one XLA host device per core 
 data-parallel over them (``N dev``, ``ladder.train.hostdevices``); the second runs in a child
 process started with that XLA flag, timed in the same rounds.
 The PyTorch eager column trains the same small GPT (RMSNorm pre-LN, RoPE, SwiGLU, tied embeddings,
-fused causal SDPA, AdamW) in a subprocess of ``$LADDER_TORCH_PYTHON`` when that interpreter can import
-torch (skipped otherwise; torch is not a dependency); against a bf16 row it runs under
+fused causal SDPA, AdamW) in a subprocess of ``$LADDER_TORCH_PYTHON``, else of this interpreter, when it
+can import torch (the ``bench`` extra, which ``make bench`` installs; skipped otherwise); against a bf16 row it runs under
 ``torch.autocast("cpu", dtype=torch.bfloat16)``, like for like. Every ratio is measured in the same run, JAX
 and torch alternating, best of several timed calls each; the load average is printed because the
-machine is shared.
+machine is shared, and the CPU's model and widest vector instructions, because the ratios move with them
+(XLA and torch's oneDNN pick different kernels on AVX2 and AVX-512 parts).
 """
 
 from __future__ import annotations
@@ -97,9 +98,7 @@ print(json.dumps([run(c) for c in json.loads(sys.argv[1])]))
 
 
 def _torch_python() -> str | None:
-    exe = os.environ.get("LADDER_TORCH_PYTHON")
-    if not exe:
-        return None
+    exe = os.environ.get("LADDER_TORCH_PYTHON") or sys.executable
     try:
         subprocess.run([exe, "-c", "import torch"], check=True, capture_output=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
@@ -318,10 +317,25 @@ def main() -> None:
     if bf16_over_torch_f32:
         print(f"trainer bf16 (faster configuration) against torch eager float32: {', '.join(bf16_over_torch_f32)}")
     print(f"end-to-end train() d128 L4 dense, 1 dev (real data, metrics, evals, checkpoints): {e2e:,.0f} tok/s")
-    print("targets: dense d256 >= 55% of peak; MoE/dense (active FLOP/s) >= 0.75x; >= 1.2x torch eager at "
-          "d64, d128, d256")
+    print(cpu_line())
+    print("targets: dense d256 >= 55% of peak; MoE/dense (active FLOP/s) >= 0.75x; float32 trainer / torch eager "
+          "at least 1.11x / 1.03x / 0.93x at d64 / d128 / d256 (measured on an AVX2 EPYC "
+          "before rungs larger than one device)")
     if not torch_exe:
-        print("torch column skipped: set LADDER_TORCH_PYTHON to an interpreter that can import torch")
+        print("torch column skipped: torch does not import here (`make bench` installs the bench extra; or set "
+              "LADDER_TORCH_PYTHON to an interpreter that has it)")
+
+
+def cpu_line() -> str:
+    """The CPU's model name and its widest vector instructions (Linux's /proc/cpuinfo; blank elsewhere)."""
+    try:
+        info = open("/proc/cpuinfo").read()
+    except OSError:
+        return "CPU: unknown (no /proc/cpuinfo)"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return f"CPU: {model}, {os.cpu_count()} cores, {' '.join(isa) or 'no AVX2'}"
 
 
 def measured_peak_flops_fresh(n: int = 1024, reps: int = 5, dtype: str = "float32") -> float:

@@ -26,6 +26,7 @@ from ladder.cli.common import (
 from ladder.cli.options import address_option, example, json_option, root_option, table_width
 from ladder.dag.plan_costs import print_plan as _print_plan
 from ladder.spec import LadderSpec
+from ladder.train.peaks import ACCELERATORS, accelerator_peak
 
 
 @click.group(cls=LadderGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=example(
@@ -130,11 +131,6 @@ def _finish(spec: LadderSpec, summary, as_json: bool = False) -> int:
     return 0 if summary.ok else EXIT_FAILED
 
 
-# Dense bf16 peak FLOP/s per accelerator (vendor datasheets, no sparsity).
-ACCELERATORS = {"H100": 989e12, "H200": 989e12, "B200": 2.25e15, "GB200": 2.5e15, "A100": 312e12,
-                "TPUv5p": 459e12, "TPUv6e": 918e12}
-
-
 @main.command(epilog=example(
     "ladder plan experiments/smoke.py",
     "ladder plan experiments/marin_moe_535b.py --mfu 0.35 --chip-peak 2.5e15 --json",
@@ -144,7 +140,7 @@ ACCELERATORS = {"H100": 989e12, "H200": 989e12, "B200": 2.25e15, "GB200": 2.5e15
 @click.option("--mfu", type=float, default=0.4, show_default=True, callback=_positive,
               help="Assumed model FLOPs utilisation for accelerator-hours.")
 @click.option("--accelerator", type=click.Choice(sorted(ACCELERATORS)), default="H100", show_default=True,
-              help="Accelerator whose dense bf16 peak prices the runs.")
+              help="Accelerator whose dense bf16 datasheet peak (the table MFU uses) prices the runs.")
 @click.option("--chip-peak", type=float, default=None, callback=_positive,
               help="Peak FLOP/s per accelerator (overrides --accelerator's).")
 @click.option("--chips", type=int, default=None, callback=_positive,
@@ -157,7 +153,7 @@ def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, rerun_sta
     """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours;
     finished steps whose code changed since they ran are marked stale."""
     spec = _spec(spec_path, overrides, root)
-    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak or ACCELERATORS[accelerator], as_json=as_json,
+    _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak or accelerator_peak(accelerator), as_json=as_json,
                 accelerator=accelerator if chip_peak is None else f"{chip_peak:.3g} FLOP/s", chips=chips,
                 rerun_stale=rerun_stale)
     return 0

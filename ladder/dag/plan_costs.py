@@ -72,14 +72,16 @@ def lines(runs: list[dict], accelerator: str, mfu: float, chips: int | None) -> 
     return out
 
 
-def print_plan(spec, force, mfu=0.4, chip_peak=989e12, as_json=False, accelerator="H100", chips=None,
+def print_plan(spec, force, mfu=0.4, chip_peak=None, as_json=False, accelerator="H100", chips=None,
                 rerun_stale=False) -> None:
     """The plan `ladder plan` (and `submit`/`rerun --dry-run`) prints: each step and its cost, then every run's."""
     from rich.console import Console
     from rich.table import Table
 
     from ladder.dag import stages
+    from ladder.train.peaks import accelerator_peak
 
+    chip_peak = chip_peak or accelerator_peak(accelerator)
     entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
     rows = []
     for e in entries:

@@ -168,13 +168,12 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
     if rung.resources.processes > 1:
         from ladder.train.gang import train_gang
 
-        return train_gang(rung, run_data(spec, role), out_dir, max_steps=max_steps)
+        shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
+        return train_gang(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards)
     hostdevices.apply_here(rung.resources, rung.name)
     from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
 
     compile_cache.enable(out_dir)
-    role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
-
     shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
     return train(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards)
 

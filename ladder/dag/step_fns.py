@@ -50,14 +50,9 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
     shards = shard_dirs(ctx.dep_dirs)
     others = {k: v for k, v in ctx.dep_dirs.items() if not k.startswith(TOKENIZE_PREFIX)}
     with open_output(ctx.out_dir) as out, local_dirs(others, ctx.out_dir) as (dep_dirs, _):
-        callbacks = []
         if config.get("role") == "hero":
-            from ladder.analysis.forecast import ForecastCallback
-
             _one_prior(out.local, dep_dirs.get("predict"))
-            callbacks.append(ForecastCallback(rung=rung, out_dir=str(out.local), dep_dirs=dep_dirs,
-                                              every=config.get("forecast_every", 0)))
-        callbacks.extend(_wandb_callbacks(config, ctx))
+        callbacks = run_callbacks(rung, config, str(out.local), dep_dirs, _wandb_callbacks(config, ctx))
         result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row),
                        should_stop=lambda: ctx.stop_requested, shard_dirs=shards)
     if result.get("status") == "INTERRUPTED":
@@ -69,11 +64,32 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
     return result
 
 
+def run_callbacks(rung: RungSpec, config: dict, out_dir: str, dep_dirs: dict[str, str], wandb: list) -> list:
+    """What a run's training calls back besides writing its own files: the hero's live forecast (its
+    snapshots during training) and W&B (``wandb``, built by the step: [] when disabled)."""
+    callbacks = []
+    if config.get("role") == "hero":
+        from ladder.analysis.forecast import ForecastCallback
+
+        callbacks.append(ForecastCallback(rung=rung, out_dir=out_dir, dep_dirs=dep_dirs,
+                                          every=config.get("forecast_every", 0)))
+    return callbacks + list(wandb)
+
+
 def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
-    """A run over several JAX processes: one step, one result, its gang on Ray (ladder.train.gang)."""
+    """A run over several JAX processes: one step, one result, its gang on Ray (ladder.train.gang). The
+    gang's first process, which writes the run's outputs, carries the callbacks a one-process run has."""
+    from functools import partial
+
     from ladder.train.gang import train_gang
 
-    result = train_gang(rung, data_from_dict(config["data"]), ctx.out_dir)
+    # A gang trains into a local (or shared-filesystem) root, so its dep folders are paths as they are.
+    deps = {k: v for k, v in ctx.dep_dirs.items() if not k.startswith(TOKENIZE_PREFIX)}
+    if config.get("role") == "hero":
+        _one_prior(Path(ctx.out_dir), deps.get("predict"))
+    callbacks = partial(run_callbacks, rung, config, str(ctx.out_dir), deps, _wandb_callbacks(config, ctx))
+    result = train_gang(rung, data_from_dict(config["data"]), ctx.out_dir, callbacks=callbacks,
+                        shard_dirs=shard_dirs(ctx.dep_dirs))
     if result.get("status") != "SUCCESS":
         raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
     return result

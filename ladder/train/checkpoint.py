@@ -18,7 +18,6 @@ with the reason, and every checkpoint stays where it is.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ import jax
 import numpy as np
 
 from ladder.train import shard_check
+from ladder.train.digest import sha256_file
 
 
 def _quiet_orbax() -> None:
@@ -76,20 +76,12 @@ class CheckpointRestoreError(RuntimeError):
 MANIFEST = "ladder_manifest.json"
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _files(step_dir: Path) -> dict[str, Path]:
     return {str(p.relative_to(step_dir)): p for p in sorted(step_dir.rglob("*")) if p.is_file() and p.name != MANIFEST}
 
 
 def write_manifest(step_dir: Path) -> None:
-    manifest = {rel: [p.stat().st_size, _digest(p)] for rel, p in _files(step_dir).items()}
+    manifest = {rel: [p.stat().st_size, sha256_file(p)] for rel, p in _files(step_dir).items()}
     tmp = step_dir / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps({"files": manifest}, sort_keys=True))
     os.replace(tmp, step_dir / MANIFEST)
@@ -111,7 +103,7 @@ def check_manifest(step_dir: Path) -> str | None:
             return f"{rel} is missing"
         if p.stat().st_size != size:
             return f"{rel} has {p.stat().st_size} bytes, {size} were written"
-        if _digest(p) != sha:
+        if sha256_file(p) != sha:
             return f"{rel} does not match its checksum"
     return None
 

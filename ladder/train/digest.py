@@ -65,6 +65,12 @@ def _save() -> None:
         print(f"[ladder] could not write the digest cache {path} ({exc.strerror or exc})", file=sys.stderr, flush=True)
 
 
+def sha256_file(path: str | os.PathLike) -> str:
+    """sha256 of a file's bytes, read in blocks (the corpus digests, token shards and checkpoint sums)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def file_digest(path: Path) -> str:
     """sha256 of a file's bytes, cached by its size and mtime."""
     st = path.stat()
@@ -72,12 +78,9 @@ def file_digest(path: Path) -> str:
     hit = _memo.get(key)
     if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
         return hit[2]
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    _memo[key] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
-    return h.hexdigest()
+    digest = sha256_file(path)
+    _memo[key] = [st.st_size, st.st_mtime_ns, digest]
+    return digest
 
 
 def _tree_digest(root: Path, files: list[Path]) -> str:

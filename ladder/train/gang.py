@@ -22,7 +22,7 @@ itself (bad input, divergence) is not retried: the gang is torn down and the err
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ladder.spec import RungSpec, to_dict
@@ -60,7 +60,8 @@ class Member:
         return f"{ray.util.get_node_ip_address()}:{port}"
 
     def train(self, coordinator: str, processes: int, index: int, rung: dict, data: dict, out_dir: str,
-              max_steps: int | None = None) -> dict:
+              max_steps: int | None = None, callbacks: Callable[[], Sequence] | None = None,
+              shard_dirs: dict[str, str] | None = None) -> dict:
         import jax
 
         if os.environ.get("JAX_PLATFORMS", "") == "cpu":
@@ -71,13 +72,20 @@ class Member:
         out = Path(out_dir)
         mine = out if index == 0 else out / GANG_DIR / f"process-{index}"
         compile_cache.enable(str(mine))
-        return train(rung, data, mine, checkpoint_dir=out / "checkpoints", max_steps=max_steps)
+        # Made here, at each start of the gang, so a restarted gang's callbacks read what the last one
+        # wrote (the forecasts already made), as a resumed one-process run's do.
+        made = callbacks() if callbacks is not None and index == 0 else ()
+        return train(rung, data, mine, checkpoint_dir=out / "checkpoints", max_steps=max_steps, callbacks=made,
+                     shard_dirs=shard_dirs)
 
 
 def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
-               on_start: Callable[[list], None] | None = None) -> dict:
+               on_start: Callable[[list], None] | None = None, callbacks: Callable[[], Sequence] | None = None,
+               shard_dirs: dict[str, str] | None = None) -> dict:
     """Train ``rung`` as a gang of ``rung.resources.processes`` JAX processes on the connected Ray cluster;
-    result.json's dict (the first process's). ``on_start(actors)`` is called with each gang started."""
+    result.json's dict (the first process's). ``on_start(actors)`` is called with each gang started.
+    ``callbacks()`` (picklable) makes the trainer callbacks of the first process, the one whose outputs are
+    the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus."""
     import ray
 
     if not ray.is_initialized():  # `ladder train` of a gang: the cluster of RAY_ADDRESS, else a local one
@@ -110,7 +118,8 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
             coordinator = ray.get(actors[0].coordinator.remote())
             if on_start is not None:
                 on_start(actors)
-            calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps) for i, a in enumerate(actors)]
+            calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps, callbacks if i == 0 else None,
+                                    shard_dirs) for i, a in enumerate(actors)]
             pending = list(calls)
             while pending:  # the first member to fail ends the gang: the others would wait in a collective
                 done, pending = ray.wait(pending, num_returns=1)

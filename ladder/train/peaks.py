@@ -12,29 +12,35 @@ from __future__ import annotations
 
 import os
 
-# (substring of jax's device_kind, lower-cased; first match wins) -> {dtype: FLOP/s per device}
-DATASHEET: tuple[tuple[str, dict[str, float]], ...] = (
-    ("gb200", {"bfloat16": 2.5e15, "float32": 80e12}),
-    ("b200", {"bfloat16": 2.25e15, "float32": 80e12}),
-    ("h200", {"bfloat16": 989.4e12, "float32": 66.9e12}),
-    ("h100 pcie", {"bfloat16": 756.5e12, "float32": 51.2e12}),
-    ("h100", {"bfloat16": 989.4e12, "float32": 66.9e12}),
-    ("a100", {"bfloat16": 312e12, "float32": 19.5e12}),
-    ("tpu v5p", {"bfloat16": 459e12, "float32": 459e12}),
-    ("tpu v5 lite", {"bfloat16": 197e12, "float32": 197e12}),  # v5e
-    ("tpu v5e", {"bfloat16": 197e12, "float32": 197e12}),
-    ("tpu v5", {"bfloat16": 459e12, "float32": 459e12}),
-    ("tpu v4", {"bfloat16": 275e12, "float32": 275e12}),
+# name (what `ladder plan --accelerator` takes), substrings of jax's device_kind (lower-cased; the first
+# entry with a match wins), {dtype: FLOP/s per device}. One table for MFU here and for `ladder plan`'s prices.
+DATASHEET: tuple[tuple[str, tuple[str, ...], dict[str, float]], ...] = (
+    ("GB200", ("gb200",), {"bfloat16": 2.5e15, "float32": 80e12}),
+    ("B200", ("b200",), {"bfloat16": 2.25e15, "float32": 80e12}),
+    ("H200", ("h200",), {"bfloat16": 989.4e12, "float32": 66.9e12}),
+    ("H100-PCIe", ("h100 pcie",), {"bfloat16": 756.5e12, "float32": 51.2e12}),
+    ("H100", ("h100",), {"bfloat16": 989.4e12, "float32": 66.9e12}),
+    ("A100", ("a100",), {"bfloat16": 312e12, "float32": 19.5e12}),
+    ("TPUv6e", ("tpu v6 lite", "tpu v6e"), {"bfloat16": 918e12, "float32": 918e12}),
+    ("TPUv5e", ("tpu v5 lite", "tpu v5e"), {"bfloat16": 197e12, "float32": 197e12}),
+    ("TPUv5p", ("tpu v5p", "tpu v5"), {"bfloat16": 459e12, "float32": 459e12}),
+    ("TPUv4", ("tpu v4",), {"bfloat16": 275e12, "float32": 275e12}),
 )
+ACCELERATORS = tuple(name for name, _, _ in DATASHEET)
 
 
 def datasheet_peak(device_kind: str, dtype: str) -> float | None:
     """One device's datasheet peak for ``dtype`` matmuls, or None when the device is not in the table."""
     kind = device_kind.lower()
-    for key, peaks in DATASHEET:
-        if key in kind:
+    for _, keys, peaks in DATASHEET:
+        if any(key in kind for key in keys):
             return peaks.get(dtype, peaks["float32"])
     return None
+
+
+def accelerator_peak(name: str, dtype: str = "bfloat16") -> float:
+    """The datasheet peak of the accelerator ``name`` (one of ``ACCELERATORS``), what `ladder plan` prices with."""
+    return next(peaks.get(dtype, peaks["float32"]) for n, _, peaks in DATASHEET if n == name)
 
 
 def run_peak_flops(dtype: str, devices: int) -> tuple[float, str]:

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ladder.train.digest import sha256_file
+
 FORMAT_VERSION = 1
 SPLITS = ("train", "heldout")
 KINDS = ("tokens", "bytes", "docs")
@@ -84,14 +86,6 @@ def _cache_root() -> Path:
     return Path(os.environ.get("LADDER_SHARD_CACHE") or Path(tempfile.gettempdir()) / "scaling-ladder-shards")
 
 
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, once per process
 _lock = threading.Lock()
 
@@ -112,7 +106,7 @@ def _check_local(path: str, meta: dict, label: str) -> None:
     if digest is None and marker.exists():
         digest = marker.read_text().strip()
     if digest is None:
-        digest = _sha256_file(path)
+        digest = sha256_file(path)
         if digest == meta["sha256"]:
             marker.parent.mkdir(parents=True, exist_ok=True)
             tmp = marker.with_name(f".{marker.name}.{uuid.uuid4().hex[:8]}")

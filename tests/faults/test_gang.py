@@ -1,6 +1,7 @@
 """The smoke ladder's hero as a gang of two JAX processes of one CPU device each, on two local Ray nodes
 (CPU collectives through gloo), against the same hero in one process over two host devices; then a member
-SIGKILLed mid-run: the whole gang restarts from its newest checkpoint and trains the same losses on."""
+SIGKILLed mid-run: the whole gang restarts from its newest checkpoint and trains the same losses on, its
+first process carrying the hero's callbacks (live forecast snapshots, W&B offline) as a one-process hero's."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from wandb_history import read_wandb_history
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "experiments" / "smoke.py")
@@ -86,17 +88,45 @@ def test_gang_of_two_processes_trains_the_losses_of_one_process_over_two_devices
     assert (tmp_path / "smoke" / "train-hero" / "gang" / "process-1").is_dir()
 
 
+def _prediction(folder: Path, total_steps: int) -> Path:
+    """A predict step's two files the hero's live forecast reads: a prior loss curve over the hero's steps
+    and its predicted final eval loss (made up here: the test is where the snapshots are written)."""
+    import pandas as pd
+
+    folder.mkdir(parents=True)
+    steps = np.arange(0, total_steps + 1, 8)
+    loss = 2.0 + 3.0 * (steps + 10.0) ** -0.3
+    pd.DataFrame({"step": steps, "loss": loss, "lower": loss - 0.1, "upper": loss + 0.1}).to_csv(
+        folder / "hero_curve.csv", index=False)
+    (folder / "prediction.json").write_text(json.dumps({"hero": {"predicted_final_loss": float(loss[-1])}}))
+    return folder
+
+
+def _wandb_history(root: Path, run_id: str) -> list[dict]:
+    """History rows of every offline W&B run file of ``run_id`` under the ladder's W&B folder."""
+    return [row for f in sorted(root.glob(f"wandb/wandb/offline-run-*/run-{run_id}.wandb"))
+            for row in read_wandb_history(f)]
+
+
 @pytest.mark.slow
 def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes, one_process, tmp_path):
+    from functools import partial
+
     import ray
 
     from ladder.dag.stages import placed
+    from ladder.dag.step_fns import run_callbacks
     from ladder.dag.train_steps import run_data
     from ladder.train.gang import train_gang
+    from ladder.wandb.log import WandbCallback, run_id
 
     spec = _hero(tmp_path)
     rung = placed(spec).rung("hero")
-    out = tmp_path / "hero"
+    out = tmp_path / "smoke" / "hero"
+    predict = _prediction(tmp_path / "smoke" / "predict", rung.steps)
+    # The callbacks the executor's hero step gives its gang (ladder.dag.step_fns._gang_step).
+    wandb = WandbCallback(root=tmp_path, ladder="smoke", step_name="hero", mode="offline", job_type="hero", salt="g")
+    callbacks = partial(run_callbacks, rung, {"role": "hero"}, str(out), {"predict": str(predict)}, [wandb])
     starts: list[list[tuple[int, str]]] = []
     killed = threading.Event()
 
@@ -114,12 +144,26 @@ def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes
         if len(starts) == 1:
             threading.Thread(target=kill_after_first_checkpoint, args=(where[1][0],), daemon=True).start()
 
-    result = train_gang(rung, run_data(spec, "hero"), out, max_steps=STEPS, on_start=on_start)
+    result = train_gang(rung, run_data(spec, "hero"), out, max_steps=STEPS, on_start=on_start,
+                        callbacks=callbacks)
     killed.set()
     assert result["status"] == "SUCCESS" and result["steps"] == STEPS, result
     assert len(starts) == 2, starts  # the gang started again, whole, after the kill
     assert len({node for _, node in starts[0]}) == 2, starts  # one process on each Ray node
     _same(_losses(out), one_process)
+    # The live forecast ran in the first process: a snapshot at an eval during training (the run goes on
+    # to step 456), anchored on that eval's loss, made once though the gang started twice.
+    evals = {r["step"]: r["eval_loss"] for r in map(json.loads, (out / "eval.jsonl").read_text().splitlines())}
+    snapshots = [json.loads(line) for line in (out / "forecasts.jsonl").read_text().splitlines()]
+    at = [s["at_step"] for s in snapshots]
+    assert at and len(set(at)) == len(at) and all(a in evals and a < rung.steps for a in at), (at, sorted(evals))
+    assert all(s["observed_eval_loss"] == pytest.approx(evals[s["at_step"]]) for s in snapshots)
+    assert all((out / "forecasts" / f"{a}.csv").exists() for a in at)
+    assert not list((out / "gang").rglob("forecasts*"))  # the other process has none of the run's callbacks
+    # W&B logged the hero's training from the first process, to the last step, and its evals.
+    rows = _wandb_history(tmp_path / "smoke", run_id("smoke", "hero", "g"))
+    assert max(r["_step"] for r in rows if "train/loss" in r) == STEPS, rows[-3:]
+    assert {r["_step"] for r in rows if "eval_loss" in r} == {s for s in evals if s <= STEPS}
 
 
 @pytest.mark.slow
@@ -140,5 +184,8 @@ def test_the_executor_runs_a_gang_as_one_step_with_one_result(two_nodes, tmp_pat
     [result] = list(tmp_path.glob("smoke/hero-*/result.json"))
     got = json.loads(result.read_text())
     assert got["processes"] == 2 and got["devices"] == 2 and got["steps"] == 24, got
+    # the step gave its gang's first process the W&B callback a one-process step has (offline here)
+    rows = [r for f in tmp_path.glob("smoke/wandb/wandb/offline-run-*/run-*.wandb") for r in read_wandb_history(f)]
+    assert max((r["_step"] for r in rows if "train/loss" in r), default=None) == 24, rows[-3:]
     groups = ray.util.placement_group_table().values()
     assert groups and all(pg["state"] == "REMOVED" for pg in groups)  # the gang's CPUs are given back

@@ -27,7 +27,7 @@ SMOKE = str(REPO / "experiments" / "smoke.py")
     ("NVIDIA H100 80GB HBM3", "bfloat16", 989.4e12), ("NVIDIA H100 PCIe", "bfloat16", 756.5e12),
     ("NVIDIA H200", "float32", 66.9e12), ("NVIDIA B200", "bfloat16", 2.25e15), ("NVIDIA GB200", "bfloat16", 2.5e15),
     ("NVIDIA A100-SXM4-80GB", "float32", 19.5e12), ("TPU v4", "bfloat16", 275e12), ("TPU v5 lite", "bfloat16", 197e12),
-    ("TPU v5p", "float32", 459e12), ("cpu", "float32", None)])
+    ("TPU v5p", "float32", 459e12), ("TPU v6 lite", "bfloat16", 918e12), ("cpu", "float32", None)])
 def test_datasheet_peaks_per_device(kind, dtype, want):
     assert peaks.datasheet_peak(kind, dtype) == want
 
@@ -67,8 +67,11 @@ def _cli(*args):
 
 
 def test_plan_shows_a_two_host_rung_as_a_gang_and_the_dry_run_checks_its_batch(tmp_path):
-    out = _cli("plan", SMOKE, "--root", str(tmp_path), "--json", "--set", "hero.resources.processes=2")
+    out = _cli("plan", SMOKE, "--root", str(tmp_path), "--json", "--set", "hero.resources.processes=2",
+               "--accelerator", "H200")
     assert out.returncode == 0, out.stderr[-2000:]
+    # the plan prices with the datasheet table MFU divides by
+    assert json.loads(out.stdout)["chip_peak"] == peaks.datasheet_peak("NVIDIA H200", "bfloat16")
     hero = next(r for r in json.loads(out.stdout)["runs"] if r["name"] == "hero")
     assert (hero["hosts"], hero["devices"], hero["microbatches"], hero["rows_per_pass"]) == (2, 2, 1, 8)
     assert hero["memory_per_device"] > 0

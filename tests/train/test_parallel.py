@@ -6,21 +6,13 @@ what it measured to a JSON file; the assertions are here.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from patience import HANG_S
+from host_devices import measure_in_child
 
 from ladder.spec import Resources, SpecError, validate
-
-HERE = Path(__file__).resolve().parent
 
 # Summation order is all that differs between one and two devices (the gradient's all-reduce, the
 # loss mean): measured at most 2e-6 relative over these runs; the bound leaves room for other CPUs.
@@ -110,16 +102,7 @@ CHILD = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    out = tmp_path_factory.mktemp("parallel")
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu",
-           "LADDER_PEAK_FLOPS": "1e11"}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(out), str(HERE)], capture_output=True, text=True,
-                          env=env, timeout=HANG_S)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    res = json.loads((out / "measured.json").read_text())
-    res["wall_s"] = time.perf_counter() - t0
-    return res
+    return measure_in_child(CHILD, 2, tmp_path_factory.mktemp("parallel"))
 
 
 @pytest.mark.slow

@@ -6,20 +6,13 @@ forced host devices (XLA_FLAGS must be set before jax is imported) that writes w
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from host_devices import measure_in_child
 
 from ladder.train import axes
-
-HERE = Path(__file__).resolve().parent
 
 # Accumulating 4 microbatches reorders the batch's sums (per pass, then over passes): measured at most
 # 6e-7 relative on the losses of these runs here (MoE; dense 2e-7); the bound leaves room for other CPUs. The same bound as
@@ -101,16 +94,7 @@ CHILD = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sharding")
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu",
-           "LADDER_PEAK_FLOPS": "1e11"}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(out), str(HERE)], capture_output=True, text=True,
-                          env=env, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    res = json.loads((out / "measured.json").read_text())
-    res["wall_s"] = time.perf_counter() - t0
-    return res
+    return measure_in_child(CHILD, 4, tmp_path_factory.mktemp("sharding"))
 
 
 def test_logical_axes_of_every_parameter_kind():
