@@ -19,7 +19,8 @@ from wandb_history import read_wandb_history
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "experiments" / "smoke.py")
-STEPS = 100  # past the hero's first checkpoint (step 46 of 456) and well into the next stretch
+FIRST_CHECKPOINT = 46  # the hero's first checkpoint (and eval), of 456 steps
+STEPS = 100  # past the hero's first checkpoint and well into the next stretch
 # Two processes of one device against one process of two: the same global program, sharded alike, up to
 # how XLA splits the gradient's all-reduce (gloo between processes, in-process between host devices).
 # Measured: identical losses here (max relative difference 0); the bound leaves room for other CPUs.
@@ -131,7 +132,7 @@ def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes
     killed = threading.Event()
 
     def kill_after_first_checkpoint(pid: int) -> None:
-        manifest = out / "checkpoints" / "46" / "ladder_manifest.json"
+        manifest = out / "checkpoints" / str(FIRST_CHECKPOINT) / "ladder_manifest.json"
         while not manifest.exists() and not killed.wait(0.05):
             pass
         if not killed.is_set():
@@ -160,10 +161,13 @@ def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes
     assert all(s["observed_eval_loss"] == pytest.approx(evals[s["at_step"]]) for s in snapshots)
     assert all((out / "forecasts" / f"{a}.csv").exists() for a in at)
     assert not list((out / "gang").rglob("forecasts*"))  # the other process has none of the run's callbacks
-    # W&B logged the hero's training from the first process, to the last step, and its evals.
+    # W&B logged the hero's training from the first process, to the last step, and its evals after the
+    # restart (what the killed gang's W&B service had not yet written went with it: W&B mirrors, the
+    # run's own files above are the record).
     rows = _wandb_history(tmp_path / "smoke", run_id("smoke", "hero", "g"))
     assert max(r["_step"] for r in rows if "train/loss" in r) == STEPS, rows[-3:]
-    assert {r["_step"] for r in rows if "eval_loss" in r} == {s for s in evals if s <= STEPS}
+    logged = {r["_step"] for r in rows if "eval_loss" in r}
+    assert {s for s in evals if FIRST_CHECKPOINT < s <= STEPS} <= logged <= set(evals), (logged, sorted(evals))
 
 
 @pytest.mark.slow
