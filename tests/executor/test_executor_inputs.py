@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.dag import stages
+from ladder.dag import stages, step_fns
 from ladder.executor import Dep, Executor, Step, expand_force
 from ladder.executor.plan import INPUTS_FILE, record_inputs
 from ladder.executor.stale import stale_reason
@@ -193,15 +193,15 @@ def test_a_hero_resumed_against_another_prediction_starts_a_new_forecasts_file(t
     predict.mkdir()
     hero.mkdir()
     (predict / "hero_curve.csv").write_text("step,tokens,loss,lower,upper\n10,100,3.0,2.9,3.1\n")
-    stages._one_prior(hero, str(predict))
+    step_fns._one_prior(hero, str(predict))
     (hero / "forecasts.jsonl").write_text('{"at_step": 10, "predicted_final": 3.0}\n')
     (hero / "forecasts").mkdir()
     (hero / "forecasts" / "10.csv").write_text("step,loss\n")
-    stages._one_prior(hero, str(predict))  # the same prediction: nothing moves
+    step_fns._one_prior(hero, str(predict))  # the same prediction: nothing moves
     assert (hero / "forecasts.jsonl").exists()
     old = json.loads((hero / "forecast_prior.json").read_text())["sha256"]
     (predict / "hero_curve.csv").write_text("step,tokens,loss,lower,upper\n10,100,3.2,3.1,3.3\n")
-    stages._one_prior(hero, str(predict))
+    step_fns._one_prior(hero, str(predict))
     assert not (hero / "forecasts.jsonl").exists() and not (hero / "forecasts").exists()
     assert (hero / f"forecasts-{old[:12]}.jsonl").read_text().startswith('{"at_step": 10')
     assert (hero / f"forecasts-{old[:12]}" / "10.csv").exists()
