@@ -179,6 +179,13 @@ def test_plan_names_the_steps_a_code_change_left_stale_and_rerun_stale_reruns_th
     assert again["rung"].action == "run" and again["rung"].reason == "forced"
     assert again["fit"].action == "run"
     assert again["report"].action == "run" and again["report"].reason == "forced"  # a data dependent
+    # a module moved unchanged runs the same code: not stale; moved and edited: stale
+    _git(repo, "mv", "pkg/report/table.py", "pkg/report/tables.py")
+    _git(repo, "commit", "-qm", "three")
+    assert {e.name: e for e in ex.plan(steps)}["report"].stale is None
+    (repo / "pkg" / "report" / "tables.py").write_text("y = 1\nz = 2\n")
+    _git(repo, "mv", "pkg/report/tables.py", "pkg/report/moved.py")
+    assert "pkg/report/" in ({e.name: e for e in ex.plan(steps)}["report"].stale or "")
     # a commit unknown to the checkout says so instead of guessing
     d = ex.graph(steps)["report"].dir
     store.write_json(os.path.join(d, "step.json"), {"git": {"commit": "f" * 40, "dirty": False}})
