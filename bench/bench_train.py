@@ -16,13 +16,15 @@ can import torch (the ``bench`` extra, which ``make bench`` installs; skipped ot
 ``torch.autocast("cpu", dtype=torch.bfloat16)``, like for like. Every ratio is measured in the same run, JAX
 and torch alternating, best of several timed calls each; the load average is printed because the
 machine is shared, and the CPU's model and widest vector instructions, because the ratios move with them
-(XLA and torch's oneDNN pick different kernels on AVX2 and AVX-512 parts).
+(XLA and torch's oneDNN pick different kernels on AVX2 and AVX-512 parts). ``LADDER_BENCH_TRAIN_ROWS``, a
+regex of the row names, times only those (``dense$``: the float32 dense rows, the torch comparison alone).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -170,7 +172,8 @@ def _specs():
             moe = ModelSpec(d_model=d, n_layers=n_layers, n_heads=4, n_experts=8, top_k=2,
                             expert_d_ff=dense.dense_d_ff // 2, compute_dtype=dtype)
             specs += [(f"d{d} L{n_layers} dense{tag}", dense), (f"d{d} L{n_layers} moe 2/8{tag}", moe)]
-    return specs
+    rows = os.environ.get("LADDER_BENCH_TRAIN_ROWS")  # a regex of the rows to time, e.g. "dense$": float32 dense
+    return [(name, spec) for name, spec in specs if not rows or re.search(rows, name)]
 
 
 def _computed_over_active(spec) -> float:
@@ -293,7 +296,9 @@ def main() -> None:
         key = (spec.d_model, spec.compute_dtype)
         cells = (f"{name:<23}{spec.params_active:>10,}{tps1:>12,.0f}{tpsn:>12,.0f}{best / 1e9:>9.1f}"
                  f"{100 * best / peak[spec.compute_dtype]:>7.1f}%")
-        if spec.is_moe:
+        if spec.is_moe and key not in dense_rate:  # its dense row left out by LADDER_BENCH_TRAIN_ROWS
+            cells += f"{'-':>12}{'-':>11}{'-':>11}{'-':>10}"
+        elif spec.is_moe:
             cells += f"{'-':>12}{'-':>11}{'-':>11}{best / dense_rate[key]:>9.2f}x"
             padding = _computed_over_active(spec)
             moe_computed.append(f"{name} {best * padding / dense_rate[key]:.2f} (x{padding:.2f})")
