@@ -55,8 +55,8 @@ FIELD_DOCS = {
     "ModelSpec.d_model": "width of the residual stream",
     "ModelSpec.n_layers": "transformer blocks",
     "ModelSpec.n_heads": "attention heads (head dim = d_model / n_heads)",
-    "ModelSpec.vocab": ("vocabulary size; the default (256) follows data.tokenizer's size, a smaller one than the "
-                        "tokenizer's is refused"),
+    "ModelSpec.vocab": ("vocabulary size; unset, it follows data.tokenizer's size (256 for bytes); one given "
+                        "smaller than the tokenizer's, even 256, is refused"),
     "ModelSpec.tie_embeddings": "share the input embedding and the output projection",
     "ModelSpec.qk_norm": "RMS-normalise queries and keys before attention",
     "ModelSpec.z_loss": "coefficient of the z-loss on the output logits' log-partition (0: off)",

@@ -1,15 +1,16 @@
-"""A run's model vocabulary against ``data.tokenizer``: the default (256) follows the tokenizer's size,
-and a vocabulary smaller than the tokenizer's is refused (its embedding could not hold every token)."""
+"""A run's model vocabulary against ``data.tokenizer``: the default (ModelSpec.vocab unset) follows the
+tokenizer's size, and a vocabulary given smaller than the tokenizer's, even 256, is refused (its embedding
+could not hold every token)."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-from .model import ModelSpec, SpecError
+from .model import FOLLOW_TOKENIZER, ModelSpec, SpecError, TokenizerVocab
 from .runs import LadderSpec
 
-DEFAULT_VOCAB = next(f.default for f in dataclasses.fields(ModelSpec) if f.name == "vocab")
+DEFAULT_VOCAB = FOLLOW_TOKENIZER
 
 
 def tokenizer_problem(name, base_dir: Path | None) -> str | None:
@@ -49,11 +50,11 @@ def follow_tokenizer(spec: LadderSpec) -> LadderSpec:
 
     def fix(run, where: str):
         vocab = run.model.vocab
-        if vocab == DEFAULT_VOCAB and vocab != size:
+        if isinstance(vocab, TokenizerVocab):
             return dataclasses.replace(run, model=dataclasses.replace(run.model, vocab=size))
         if isinstance(vocab, int) and vocab < size:
             problems.append(f"{where}.model.vocab: {vocab} is smaller than data.tokenizer's {size} tokens; raise it "
-                            f"to at least {size} or leave it at the default ({DEFAULT_VOCAB}: the tokenizer's size)")
+                            f"to at least {size} or leave it unset (the default follows the tokenizer's size)")
         return run
 
     rungs = tuple(fix(r, f"rungs[{i}]") for i, r in enumerate(spec.rungs))
