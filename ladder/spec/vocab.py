@@ -15,11 +15,18 @@ DEFAULT_VOCAB = FOLLOW_TOKENIZER
 
 def tokenizer_problem(name, base_dir: Path | None) -> str | None:
     """What is wrong with a ``data.tokenizer`` value, before anything reads it; None when it looks sound."""
-    from ladder.train.tokenizer import bpe_vocab
+    from ladder.train.tokenizer import DECLARED, bpe_vocab, declared_vocab
 
     if not isinstance(name, str) or not name:
-        return f"data.tokenizer: {name!r} must be 'bytes', 'bpe:<vocab>' or a tokenizer.json path or URL"
+        return (f"data.tokenizer: {name!r} must be 'bytes', 'bpe:<vocab>', a tokenizer.json path or URL, or "
+                "'declared:<vocab>:<name>'")
     if name == "bytes":
+        return None
+    if name.startswith(DECLARED):
+        vocab = declared_vocab(name)
+        if vocab is None or not 2 <= vocab <= 1 << 24:
+            return (f"data.tokenizer: {name!r}: give declared:<vocab>:<name> with vocab in [2, 16777216] and a name, "
+                    "e.g. declared:128256:meta-llama/Meta-Llama-3-8B")
         return None
     if name.startswith("bpe:"):
         vocab = bpe_vocab(name)

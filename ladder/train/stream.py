@@ -41,6 +41,10 @@ class ShardMixture(WindowMixture):
 def open_mixture(data: DataSpec, seq_len: int, seed: int, shard_dirs=None):
     """The run's data: token shards when its tokenize steps wrote them, else the ``bytes`` tokenizer's
     streams in memory (the same sampler and windows over either)."""
+    from ladder.train.tokenizer import declared_refusal, declared_vocab
+
+    if declared_vocab(data.tokenizer) is not None:
+        raise DataError(declared_refusal(data.tokenizer, "a run"))
     if shard_dirs:
         return ShardMixture(data, seq_len, seed, shard_dirs)
     if data.tokenizer != "bytes":
