@@ -116,8 +116,8 @@ FIELD_DOCS = {
                                "dispatch, which drops a window's late tokens' expert outputs (False)"),
     "DomainSpec.name": "the domain's name in eval metrics",
     "DomainSpec.source": "a built-in corpus (builtin:stdlib_py, builtin:pydoc_topics, builtin:kjv, "
-                         "builtin:web_bible), a .txt/.jsonl/.parquet file or folder (gzip or zstd or not), "
-                         "local or s3:// / gs:// through fsspec",
+                         "builtin:web_bible), a .txt/.jsonl/.parquet/.arrow file or folder (gzip or zstd or not; "
+                         "a Hugging Face datasets save_to_disk folder too), local or s3:// / gs:// through fsspec",
     "DomainSpec.weight": "mixture weight (normalised over domains)",
     "FitSpec.bootstrap": "bootstrap resamples for the fit's intervals (0: none)",
     "FitSpec.level": "probability of every interval the ladder reports (the one default, 0.9)",

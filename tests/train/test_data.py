@@ -99,3 +99,47 @@ def test_local_sources(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"text": "ok"}\nnot json\n')
     with pytest.raises(DataError, match="bad.jsonl:2"):
         load_domain(str(tmp_path / "bad.jsonl"), 0.1)
+
+
+def _save_to_disk(folder, texts, shards=2):
+    """A folder in the layout Dataset.save_to_disk writes: Arrow stream files data-0000i-of-0000n.arrow
+    beside state.json (which lists them) and dataset_info.json (the `datasets` library is not a dependency)."""
+    import pyarrow as pa
+
+    folder.mkdir(parents=True)
+    per = -(-len(texts) // shards)
+    names = []
+    for i in range(shards):
+        table = pa.table({"id": list(range(i * per, min(len(texts), (i + 1) * per))), "text": texts[i * per:(i + 1) * per]})
+        name = f"data-{i:05d}-of-{shards:05d}.arrow"
+        with pa.OSFile(str(folder / name), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        names.append(name)
+    (folder / "state.json").write_text(json.dumps({"_data_files": [{"filename": n} for n in names],
+                                                   "_split": "train", "_fingerprint": "0" * 16}))
+    (folder / "dataset_info.json").write_text(json.dumps({"features": {"id": {"dtype": "int64"},
+                                                                       "text": {"dtype": "string"}}}))
+
+
+def test_a_datasets_folder_reads_as_its_arrow_files(tmp_path):
+    texts = [f"record {i}: " + "the quick brown fox " * (5 + i % 7) for i in range(300)]
+    _save_to_disk(tmp_path / "ds", texts)
+    docs = list(documents(str(tmp_path / "ds")))
+    assert [t for _, t in docs] == texts  # every row's text, in order; state.json and dataset_info.json skipped
+    assert docs[0][0] == "data-00000-of-00002.arrow/data-00000-of-00002.arrow:0"
+    # a DatasetDict: a folder per split and dataset_dict.json
+    _save_to_disk(tmp_path / "dd" / "train", texts[:200])
+    _save_to_disk(tmp_path / "dd" / "test", texts[200:])
+    (tmp_path / "dd" / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
+    assert sorted(t for _, t in documents(str(tmp_path / "dd"))) == sorted(texts)
+    train, held = load_domain(str(tmp_path / "ds"), 0.2)
+    assert train.size + held.size == sum(len(t.encode()) + 1 for t in texts)  # every byte and one separator a row
+    # a folder without a text column: one line naming the file and the fix
+    import pyarrow as pa
+
+    (tmp_path / "bad").mkdir()
+    with pa.OSFile(str(tmp_path / "bad" / "data-00000-of-00001.arrow"), "wb") as sink:
+        with pa.ipc.new_stream(sink, pa.schema([("body", pa.string())])) as writer:
+            writer.write_table(pa.table({"body": ["no text column"]}))
+    with pytest.raises(DataError, match=r"bad.*arrow file has no 'text' column.*name the text column 'text'"):
+        load_domain(str(tmp_path / "bad"), 0.1)
