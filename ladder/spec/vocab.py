@@ -7,10 +7,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .model import FOLLOW_TOKENIZER, ModelSpec, SpecError, TokenizerVocab
+from .model import ModelSpec, SpecError, TokenizerVocab
 from .runs import LadderSpec
-
-DEFAULT_VOCAB = FOLLOW_TOKENIZER
 
 
 def tokenizer_problem(name, base_dir: Path | None) -> str | None:
