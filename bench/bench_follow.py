@@ -47,7 +47,7 @@ def main() -> None:
     from ladder.analysis import follow_forecast as ff
     from ladder.analysis.follow_bands import horizon_profile, profile_sigma, rung_horizon_errors
     from ladder.analysis.snapshots import snapshots as old_snapshots
-    from ladder.dag import stages
+    from ladder.dag import queries
     from ladder.spec.load import load_spec
 
     with tempfile.TemporaryDirectory(prefix="bench-follow-") as tmp:
@@ -55,7 +55,7 @@ def main() -> None:
         _cli("import-results", SPEC, str(reference.data_dir() / "marin_moe_535b" / "rung_curves.csv"), "--root", root)
         _cli("submit", SPEC, "--root", root, "--no-progress", "--wandb", "disabled")
         spec = dataclasses.replace(load_spec(SPEC), root=root)
-        dirs = stages.step_dirs(spec)
+        dirs = queries.step_dirs(spec)
         hero = spec.hero
         ctx = ff.load_context(dirs["fit"], dirs["predict"], hero.steps, hero.batch_tokens)
         marin = pd.read_csv(Path(dirs["predict"]) / "baseline_marin.csv")

@@ -15,11 +15,11 @@ TRAINING = ("metrics.jsonl", "eval.jsonl")
 
 
 def _store_and_dirs(spec):
-    from ladder.dag import stages
+    from ladder.dag import queries
     from ladder.executor.store import Store
 
     store = Store(spec.root)
-    return store, {name: store.to_path(path) for name, path in stages.step_dirs(spec).items()}
+    return store, {name: store.to_path(path) for name, path in queries.step_dirs(spec).items()}
 
 
 def _json(store, d: str, name: str) -> dict:

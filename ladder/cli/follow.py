@@ -76,7 +76,7 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
     from ladder.analysis.follow import FollowConfig, Follower, follow_dir
     from ladder.analysis.follow_forecast import NoForecast, load_context
     from ladder.analysis.follow_source import Source, check
-    from ladder.dag import stages
+    from ladder.dag import queries
     from ladder.imports.wandb_run import InputError
 
     given = [(k, v) for k, v in (("wandb", hero_runs), ("csv", from_csv), ("jsonl", from_jsonl)) if v]
@@ -92,7 +92,7 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
                           max_polls=max_polls, alert_move=alert_move, stall=stall, on_alert=on_alert, retry=retry)
     try:
         check(source)
-        dirs = stages.step_dirs(spec)
+        dirs = queries.step_dirs(spec)
         ctx = load_context(dirs.get("fit"), dirs.get("predict"), spec.hero.steps, spec.hero.batch_tokens,
                            {k: v for k, v in dirs.items() if "://" not in v}, [r.name for r in spec.rungs])
     except (InputError, NoForecast) as exc:

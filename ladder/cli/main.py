@@ -117,7 +117,7 @@ def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, 
 
 
 def _finish(spec: LadderSpec, summary, as_json: bool = False) -> int:
-    from ladder.dag import stages
+    from ladder.dag import queries
 
     if as_json:
         steps = [{"step": o.name, "status": o.status, "action": o.action, "reason": o.reason, "path": o.path,
@@ -125,7 +125,7 @@ def _finish(spec: LadderSpec, summary, as_json: bool = False) -> int:
         click.echo(json.dumps({"ladder": spec.name, "ok": summary.ok, "failed": summary.failed,
                                "blocked": summary.blocked, "elapsed_s": summary.elapsed_s, "steps": steps}, indent=2))
         return 0 if summary.ok else EXIT_FAILED
-    for line in stages.summary_lines(spec, summary):
+    for line in queries.summary_lines(spec, summary):
         click.echo(line)
     return 0 if summary.ok else EXIT_FAILED
 
@@ -177,14 +177,14 @@ def status(spec_path, root, check, as_json, overrides):
     from rich.console import Console
     from rich.table import Table
 
-    from ladder.dag import stages
+    from ladder.dag import queries, stages
 
     spec = _spec(spec_path, overrides, root)
     rows = stages.status_ladder(spec)
     failed = [r["step"] for r in rows if r.get("status") in ("FAILED", "DEP_FAILED")]
     code = EXIT_FAILED if check and failed else 0
     # Only when nothing of this configuration ran: then "NEW" everywhere is most likely a missing --set.
-    others = stages.other_configurations(spec) if all(r.get("status") == "NEW" for r in rows) else []
+    others = queries.other_configurations(spec) if all(r.get("status") == "NEW" for r in rows) else []
     if as_json:
         click.echo(json.dumps({"ladder": spec.name, "failed": failed, "steps": rows, "other_configurations": others},
                               indent=2, default=str))

@@ -28,11 +28,11 @@ def report_command() -> click.Command:
     @set_option
     def report(spec_path, root, as_json, overrides):
         """Predicted against actual: the hero's final loss and curve, the fit, the backtest; writes report.html."""
-        from ladder.dag import stages
+        from ladder.dag import queries
 
         spec = _spec(spec_path, overrides, root)
-        if not stages.has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
-            others = stages.other_configurations(spec)
+        if not queries.has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
+            others = queries.other_configurations(spec)
             if others:  # the usual cause: the submit had a --set (a seed) that this report does not
                 click.echo(f"nothing to report: no step of ladder {spec.name} as configured here has output under "
                            f"{spec.root}, but {len(others)} step folders there (e.g. {others[0]}) were written by "
@@ -41,11 +41,11 @@ def report_command() -> click.Command:
             click.echo(f"nothing to report: ladder {spec.name} has not run under {spec.root} (no step has written "
                        f"output); run: ladder submit {spec_path} --root {spec.root}")
             return EXIT_FAILED
-        rep, html_path = stages.build_report(spec)
+        rep, html_path = queries.build_report(spec)
         if as_json:
             click.echo(json.dumps(rep, indent=2, default=str))
             return 0
-        for line in stages.report_lines(rep):
+        for line in queries.report_lines(rep):
             click.echo(line)
         if html_path:
             click.echo(f"report: {html_path}")

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
-TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/dag/stages.py", "ladder/analysis/forecast.py")
+TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/dag/step_fns.py", "ladder/analysis/forecast.py")
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
-ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/stages.py")
-REPORT_CODE = ("ladder/report/", "ladder/outputs/", "ladder/analysis", "fits/", "ladder/dag/stages.py")
+ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/step_fns.py")
+REPORT_CODE = ("ladder/report/", "ladder/outputs/", "ladder/analysis", "fits/", "ladder/dag/step_fns.py")
 
 
 def step_inputs(packages: tuple[str, ...], data=None) -> dict[str, Any]:

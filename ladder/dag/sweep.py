@@ -92,7 +92,7 @@ def plan_sweep(spec: LadderSpec, runs) -> list:
 
 def sweep_result(spec: LadderSpec, runs) -> tuple[str, dict]:
     """The collect step's folder and its rule.json (empty until the sweep has run)."""
-    from ladder.dag.stages import _read_json
+    from ladder.dag.queries import read_json as _read_json
 
     out = next(e.path for e in plan_sweep(spec, runs) if e.name == "sweep")
     return out, _read_json(spec.root, out, RULE_JSON)
@@ -104,7 +104,7 @@ def collect_step(config: dict, ctx) -> dict:
 
     from fits.hparams import fit_rule
     from fits.io import InputError
-    from ladder.dag.stages import local_dirs
+    from ladder.dag.step_io import local_dirs
 
     with local_dirs(ctx.dep_dirs, ctx.out_dir) as (dep_dirs, out_dir):
         rows = []

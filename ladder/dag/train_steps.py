@@ -1,6 +1,6 @@
 """A training run as an executor Step: its config (what is hashed), its Ray resources and the key
 that orders a size's seeds (``Step.warm_key``). Rungs, the hero, IsoFLOP sweep runs and LR sweep
-runs are all built here; the function they run is ``ladder.dag.stages.train_step``."""
+runs are all built here; the function they run is ``ladder.dag.step_fns.train_step``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ladder.dag import kinds
 from ladder.dag.inputs import TRAIN_CODE, TRAIN_PACKAGES, step_inputs
 from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
 
-TRAIN_FN = "ladder.dag.stages:train_step"
+TRAIN_FN = "ladder.dag.step_fns:train_step"
 
 
 def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:

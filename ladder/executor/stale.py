@@ -2,9 +2,9 @@
 
 Every run records the git commit of the code that ran it, and whether the tree was dirty, in
 step.json. A finished step is *stale* when the code under its ``Step.code`` paths differs now from
-the commit it ran at (``git diff --name-only <commit>`` against the working tree, so uncommitted
-edits count too). A step with no ``code`` paths counts every file of the checkout. Stale steps
-still skip by default; ``ladder plan`` names them and ``--rerun-stale`` reruns them.
+the commit it ran at (``git diff <commit>`` against the working tree, so uncommitted edits count
+too; a file moved unchanged does not). A step with no ``code`` paths counts every file of the
+checkout. Stale steps still skip by default; ``ladder plan`` names them and ``--rerun-stale`` reruns them.
 """
 
 from __future__ import annotations
@@ -17,15 +17,23 @@ from .store import Store
 
 
 def _changed_since(commit: str, cwd: str) -> tuple[str, ...] | None:
-    """Files that differ between ``commit`` and the working tree; None when git cannot say."""
+    """Files whose content differs between ``commit`` and the working tree; None when git cannot say.
+    A file moved unchanged (a rename git scores 100% similar) is not a change: moving a module runs
+    the same code. A moved file that was also edited counts under both its old and its new path."""
     try:
-        proc = subprocess.run(["git", "diff", "--name-only", commit, "--"], cwd=cwd, capture_output=True, text=True,
-                              timeout=20)
+        proc = subprocess.run(["git", "diff", "--name-status", "-M", commit, "--"], cwd=cwd, capture_output=True,
+                              text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
         return None
-    return tuple(sorted(line.strip() for line in proc.stdout.splitlines() if line.strip()))
+    changed: set[str] = set()
+    for line in proc.stdout.splitlines():
+        status, *paths = line.rstrip("\n").split("\t")
+        if status == "R100":
+            continue
+        changed.update(p for p in paths if p)
+    return tuple(sorted(changed))
 
 
 def stale_reason(store: Store, d: str, code: Sequence[str], cwd: str | None = None,

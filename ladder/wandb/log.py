@@ -299,7 +299,7 @@ def _fit_figure(fit: dict):
 
 
 # ------------------------------------------------------------------------------------------
-# Hooks for ladder.dag.stages (a step's config dict and its executor StepContext).
+# Hooks for ladder.dag.step_fns (a step's config dict and its executor StepContext).
 
 
 def _local_root(ctx) -> tuple[str, str]:
@@ -319,7 +319,7 @@ def _local_root(ctx) -> tuple[str, str]:
 
 
 def training_callbacks(config: dict, ctx) -> list:
-    """The W&B callback for a training step run by ladder.dag.stages.train_step ([] when disabled)."""
+    """The W&B callback for a training step run by ladder.dag.step_fns.train_step ([] when disabled)."""
     runtime = getattr(ctx, "runtime", None) or {}
     wb = config.get("wandb") or {}
     mode = resolve_mode(runtime.get("wandb_mode"), wb.get("mode"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.dag import stages
+from ladder.dag import stages, step_fns
 from ladder.executor import Dep, Executor, Step, expand_force
 from ladder.executor.plan import INPUTS_FILE, record_inputs
 from ladder.executor.stale import stale_reason
@@ -179,6 +179,13 @@ def test_plan_names_the_steps_a_code_change_left_stale_and_rerun_stale_reruns_th
     assert again["rung"].action == "run" and again["rung"].reason == "forced"
     assert again["fit"].action == "run"
     assert again["report"].action == "run" and again["report"].reason == "forced"  # a data dependent
+    # a module moved unchanged runs the same code: not stale; moved and edited: stale
+    _git(repo, "mv", "pkg/report/table.py", "pkg/report/tables.py")
+    _git(repo, "commit", "-qm", "three")
+    assert {e.name: e for e in ex.plan(steps)}["report"].stale is None
+    (repo / "pkg" / "report" / "tables.py").write_text("y = 1\nz = 2\n")
+    _git(repo, "mv", "pkg/report/tables.py", "pkg/report/moved.py")
+    assert "pkg/report/" in ({e.name: e for e in ex.plan(steps)}["report"].stale or "")
     # a commit unknown to the checkout says so instead of guessing
     d = ex.graph(steps)["report"].dir
     store.write_json(os.path.join(d, "step.json"), {"git": {"commit": "f" * 40, "dirty": False}})
@@ -193,15 +200,15 @@ def test_a_hero_resumed_against_another_prediction_starts_a_new_forecasts_file(t
     predict.mkdir()
     hero.mkdir()
     (predict / "hero_curve.csv").write_text("step,tokens,loss,lower,upper\n10,100,3.0,2.9,3.1\n")
-    stages._one_prior(hero, str(predict))
+    step_fns._one_prior(hero, str(predict))
     (hero / "forecasts.jsonl").write_text('{"at_step": 10, "predicted_final": 3.0}\n')
     (hero / "forecasts").mkdir()
     (hero / "forecasts" / "10.csv").write_text("step,loss\n")
-    stages._one_prior(hero, str(predict))  # the same prediction: nothing moves
+    step_fns._one_prior(hero, str(predict))  # the same prediction: nothing moves
     assert (hero / "forecasts.jsonl").exists()
     old = json.loads((hero / "forecast_prior.json").read_text())["sha256"]
     (predict / "hero_curve.csv").write_text("step,tokens,loss,lower,upper\n10,100,3.2,3.1,3.3\n")
-    stages._one_prior(hero, str(predict))
+    step_fns._one_prior(hero, str(predict))
     assert not (hero / "forecasts.jsonl").exists() and not (hero / "forecasts").exists()
     assert (hero / f"forecasts-{old[:12]}.jsonl").read_text().startswith('{"at_step": 10')
     assert (hero / f"forecasts-{old[:12]}" / "10.csv").exists()

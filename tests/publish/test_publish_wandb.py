@@ -144,7 +144,7 @@ def test_ladder_run_logs_tables_offline(sample_root, tmp_path):
         assert (Path(out) / row[f"{key}/path"]).is_file(), key
     assert row["fit/runs/nrows"] == 4 and row["fit/loss_vs_compute/_type"] == "plotly-file"
 
-    class Ctx:  # what ladder.dag.stages hands a fit/predict/report step
+    class Ctx:  # what ladder.dag.step_fns hands a fit/predict/report step
         ladder, name, hash, runtime = "demo", "report", "abc", {"wandb_mode": "disabled"}
         out_dir = str(root / "demo" / "report-abc")
 

@@ -40,14 +40,14 @@ def test_report_of_a_ladder_that_never_ran(tmp_path, json_flag):
 
 def test_report_and_status_without_the_submits_set_say_so(tmp_path):
     """A ladder submitted with --set seed=7 and reported without it: the steps are there under other hashes."""
-    from ladder.dag import stages
+    from ladder.dag import queries
     from ladder.executor.lease import mark
     from ladder.executor.store import Store
     from ladder.spec import load_spec
 
     spec = dataclasses.replace(load_spec(str(REPO / "experiments" / "smoke.py"), ("seed=7",)), root=str(tmp_path))
     store = Store(str(tmp_path))
-    hero_dir = store.to_path(stages.step_dirs(spec)["hero"])
+    hero_dir = store.to_path(queries.step_dirs(spec)["hero"])
     assert mark(store, hero_dir, "BLOCKED", error="gate", timeout=30.0)
     before = _tree(tmp_path)
     r = _cli(["report", str(REPO / "experiments" / "smoke.py"), "--root", str(tmp_path)])
