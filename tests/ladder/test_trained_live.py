@@ -1,0 +1,67 @@
+"""One live-forecast rule for a hero trained here and a followed hero: the smoke hero's evals replayed
+through its training callback give the snapshots `ladder follow` makes when fed the same evals up to the
+same steps (the same centre and band), and no band is narrower than the rungs' measured error at its horizon."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_trained_hero_snapshots_are_follows(ladder_smoke_root, tmp_path):
+    from ladder.analysis.follow import FollowConfig, Follower
+    from ladder.analysis.follow_bands import profile_sigma
+    from ladder.analysis.follow_forecast import load_context
+    from ladder.analysis.follow_source import Source
+    from ladder.analysis.forecast import ForecastCallback
+    from ladder.dag import queries
+    from ladder.outputs import layout
+    from ladder.spec.load import load_spec
+
+    root = tmp_path / "root"
+    # a copy elsewhere: the callback must find the rungs beside the fit, not where the fit once recorded them
+    shutil.copytree(ladder_smoke_root, root, ignore=shutil.ignore_patterns("wandb", "checkpoints", "follow"))
+    spec = dataclasses.replace(load_spec(str(REPO / "experiments" / "smoke.py")), root=str(root))
+    dirs = queries.step_dirs(spec)
+    evals = [r for r in layout.iter_jsonl(Path(dirs["hero"]) / layout.EVAL)]
+    out = tmp_path / "hero"
+    out.mkdir()
+    callback = ForecastCallback(spec.hero, str(out), {"fit": dirs["fit"], "predict": dirs["predict"]})
+    for row in evals:
+        callback.on_eval(int(row["step"]), row)
+    trained = list(layout.iter_jsonl(out / layout.FORECASTS))
+    assert len(trained) >= 3 and all(s["band_rule"].startswith(("horizon", "the run's last eval")) for s in trained)
+    assert trained[-1]["predicted_final"] == pytest.approx(evals[-1]["eval_loss"])  # the last snapshot is the final
+
+    # `ladder follow`'s own context (the rungs from the spec's plan), fed the same evals up to each snapshot
+    ctx = load_context(dirs["fit"], dirs["predict"], spec.hero.steps, spec.hero.batch_tokens, dirs,
+                       [r.name for r in spec.rungs])
+    feed = tmp_path / "eval.jsonl"
+    follower = Follower(tmp_path / "follow", ctx, Source("jsonl", str(feed)), (), FollowConfig(), say=lambda _: None)
+    for snap in trained:
+        feed.write_text("".join(json.dumps(r) + "\n" for r in evals if r["step"] <= snap["at_step"]))
+        follower.poll()
+    followed = follower.state["snapshots"]
+    assert [s["at_step"] for s in followed] == [s["at_step"] for s in trained]
+    for a, b in zip(trained, followed, strict=True):
+        for key in ("predicted_final", "lower", "upper"):
+            assert a[key] == pytest.approx(b[key], rel=1e-9), (a["at_step"], key)
+        assert a["band_rule"] == b["band_rule"]
+
+    # no band narrower than the rungs' snapshot error at its horizon (the rungs-only band bounds it from above)
+    z = ctx.z
+    for s in trained[:-1]:
+        curve = pd.read_csv(out / layout.FORECAST_DIR / f"{s['at_step']}.csv")
+        ahead = curve["frac"].to_numpy(float) > s["at_frac"] + 1e-9
+        sigma = np.log(curve["upper"].to_numpy(float) / curve["loss"].to_numpy(float))[ahead] / z
+        need = profile_sigma(follower.rungs, np.log(curve["frac"].to_numpy(float)[ahead] / s["at_frac"]))
+        need = np.minimum(need, np.maximum(ctx.prior_sigma[ahead], s["sigma_own_points"]))
+        assert np.all(sigma >= need - 1e-9), s["at_step"]
