@@ -3,7 +3,9 @@
 snapshots, ladder.analysis.snapshots) beside the horizon rule (ladder.analysis.follow_forecast) and
 Marin's curve on the same points; and the horizon band on every rung snapshot, each (pair) scored with
 a profile measured on the other pairs only. Also the band's half-width over the points the issue's
-table scored (28-55% of the run, after the mix switch), which this repository does not hold.
+table scored (28-55% of the run, after the mix switch), which this repository does not hold. Then each of
+Marin's 16 Paloma domains: its band's coverage on the largest rung's backtest (ladder.analysis.domain_forecasts);
+and the training-dynamics envelopes over fresh draws of the smoke rungs (bench/follow_envelopes.py).
 """
 
 from __future__ import annotations
@@ -114,6 +116,31 @@ def main() -> None:
             sig = profile_sigma(prof, grp["h"].to_numpy(float))
             inside = np.mean(np.abs(grp["log_error"].to_numpy(float)) <= Z90 * sig)
             print(f"{fit_on} -> {target} | {len(grp)} | {inside:.0%} | {np.mean(np.expm1(Z90 * sig)):.2%}")
+        _domains(dirs["fit"], Path(tmp) / "domains", ctx.level)
+    print("\n=== follow: training-dynamics envelopes ===")
+    from bench import follow_envelopes
+
+    follow_envelopes.main()
+
+
+def _domains(fit_dir: str, cache: Path, level: float) -> None:
+    """Each Paloma domain's forecast band, scored on the largest rung's backtest (its band calibrated blind to it)."""
+    from fits import reference
+    from ladder.analysis.domain_forecasts import forecasts
+
+    curves = pd.read_csv(reference.data_dir() / "marin_moe_535b" / "rung_domain_curves.csv").rename(columns={"rung": "name"})
+    rows = forecasts(fit_dir, curves, cache, None, level)
+    print(f"\nper-domain bands ({len(rows)} Paloma domains): the largest rung's backtest, band calibrated blind to it")
+    print("domain | backtest | mean |err| | points | inside band | calibrated on")
+    cover = []
+    for r in rows:
+        b = r["backtest"]
+        cover += [b["band_coverage"]] if b["band_coverage"] is not None else []
+        inside = f"{b['band_coverage']:.0%}" if b["band_coverage"] is not None else "-"
+        print(f"{r['domain']} | {'+'.join(b['fit_on'])} -> {b['predict']} | {b['mean_abs_rel_error']:.2%} | "
+              f"{b['band_points']} | {inside} | {', '.join(b['calibrated_on'] or [])}")
+    if cover:
+        print(f"inside the {level:.0%} band per domain: min {min(cover):.0%}, mean {np.mean(cover):.0%}, max {max(cover):.0%}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""Training-dynamics envelopes (ladder.analysis.dynamics) over fresh draws of the smoke ladder's rungs: for
+"""`bench follow`'s envelope part: training-dynamics envelopes (ladder.analysis.dynamics) over fresh draws of the smoke ladder's rungs: for
 each ladder seed, the largest rung's every logged step of grad norm, MoE drop rate, load imbalance and
 router-bias norm against the 90% envelope from the three smaller rungs. The default ladder's record of
 seeds (experiments/tiny_record.md) keeps finals and fits, not the per-step metrics, so the draws are
 trained here: the smoke rungs (the smallest ladder with four MoE rungs), no hero.
 
-BENCH_ENVELOPE_SEEDS picks the draws (default 0,1,2); BENCH_ENVELOPE_ROOTS=SEED=ROOT,... reuses finished ones.
+Run alone: python -m bench.follow_envelopes. BENCH_ENVELOPE_SEEDS picks the draws (default 0,1,2);
+BENCH_ENVELOPE_ROOTS=SEED=ROOT,... reuses finished ones.
 """
 
 from __future__ import annotations
