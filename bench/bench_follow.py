@@ -33,6 +33,17 @@ def _cli(*args: str) -> None:
         raise RuntimeError(f"ladder {args[0]} failed: {proc.stderr[-500:]}")
 
 
+def _floor_ratio(curve: pd.DataFrame, later: pd.DataFrame, at: float, rungs: dict) -> float:
+    """The band's log half-width over the rungs' measured snapshot error at each later point's horizon (mean):
+    1 is a band at its floor, which no tightening may go under."""
+    from ladder.analysis.follow_bands import profile_sigma
+
+    f = later["frac"].to_numpy(float)
+    band = np.log(np.interp(f, curve["frac"], curve["upper"]) / np.interp(f, curve["frac"], curve["loss"]))
+    floor = Z90 * profile_sigma(rungs, np.log(f / at))
+    return float(np.mean(band / floor))
+
+
 def _score(curve: pd.DataFrame, later: pd.DataFrame, marin: pd.DataFrame) -> dict:
     f, y = later["frac"].to_numpy(float), later["loss"].to_numpy(float)
     p = np.interp(f, curve["frac"], curve["loss"])
@@ -69,7 +80,8 @@ def main() -> None:
         old = {round(r["at_frac"], 3): r for r in old_snapshots(dirs["fit"], pts.assign(tokens=pts["step"] * hero.batch_tokens),
                                                                 prior, ctx.level, out_dir=tmp)}
         print(f"535B hero, visible points (to 27.7%), {len(pts)} points; Marin's curve on the same points")
-        print("snapshot | rule     | later n | mean |err| | inside 90% | mean half-width | min(half - |err|) (log) | Marin |err|")
+        print("snapshot | rule     | later n | mean |err| | inside 90% | mean half-width | min(half - |err|) (log) | Marin |err|"
+              " | band / rung floor")
         earlier = []
         for g in (0.05, 0.10, 0.15, 0.20, 0.25, 0.277):
             at_step = int(pts[pts["frac"] <= g + 1e-9]["step"].max())
@@ -89,7 +101,8 @@ def main() -> None:
                 print(f"{s['at_frac']:.1%}   | earlier  | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
                       f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}")
             print(f"{s['at_frac']:.1%}   | horizon  | {new['n']} | {new['mae']:.2%} | {new['inside']:.0%} | {new['half']:.2%} | "
-                  f"{new['half_minus_err']:+.4f} | {new['marin']:.2%}   (half-width over 28-55%: {hw_hidden:.2%})")
+                  f"{new['half_minus_err']:+.4f} | {new['marin']:.2%} | {_floor_ratio(curve, later, s['at_frac'], rungs):.2f}"
+                  f"   (half-width over 28-55%: {hw_hidden:.2%})")
         # The change rule on changes inside the visible points: the run-id switches of hero_runs.csv (gate/router
         # weight decay at 58,014, the EP all-to-all and NCCL update at 81,716) declared as changes.
         from ladder.spec import RunChange
