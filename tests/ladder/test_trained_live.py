@@ -56,6 +56,21 @@ def test_trained_hero_snapshots_are_follows(ladder_smoke_root, tmp_path):
             assert a[key] == pytest.approx(b[key], rel=1e-9), (a["at_step"], key)
         assert a["band_rule"] == b["band_rule"]
 
+    # the report scores both the same way: each snapshot on the evals after it
+    from ladder.analysis.follow_report import followed
+    from ladder.report.curves import trained_snapshots
+
+    shutil.copy(Path(dirs["hero"]) / layout.EVAL, out / layout.EVAL)
+    scored = ["later_points", "later_mean_abs_rel_error", "later_inside_band", "later_mean_band_half_width"]
+    mine, theirs = trained_snapshots(str(out)), followed(tmp_path, {})["snapshots"]
+    assert len(mine) == len(theirs) and all(a.get("later_points") for a in mine[:-1])
+    for a, b in zip(mine, theirs, strict=True):
+        if a.get("later_points"):
+            assert {k: a[k] for k in scored} == pytest.approx({k: b[k] for k in scored}), a["at_step"]
+        else:  # the last snapshot: no point after it
+            assert not b.get("later_points")
+    assert mine[0]["later_points"] == len([r for r in evals if r["step"] > trained[0]["at_step"]])
+
     # no band narrower than the rungs' snapshot error at its horizon (the rungs-only band bounds it from above)
     z = ctx.z
     for s in trained[:-1]:
