@@ -33,14 +33,14 @@ def _cli(*args: str) -> None:
         raise RuntimeError(f"ladder {args[0]} failed: {proc.stderr[-500:]}")
 
 
-def _floor_ratio(curve: pd.DataFrame, later: pd.DataFrame, at: float, rungs: dict) -> float:
+def _floor_ratio(curve: pd.DataFrame, later: pd.DataFrame, at: float, rungs: dict, decades: float) -> float:
     """The band's log half-width over the rungs' measured snapshot error at each later point's horizon (mean):
     1 is a band at its floor, which no tightening may go under."""
-    from ladder.analysis.follow_bands import profile_sigma
+    from ladder.analysis.follow_bands import rungs_sigma
 
     f = later["frac"].to_numpy(float)
     band = np.log(np.interp(f, curve["frac"], curve["upper"]) / np.interp(f, curve["frac"], curve["loss"]))
-    floor = Z90 * profile_sigma(rungs, np.log(f / at))
+    floor = Z90 * rungs_sigma(rungs, np.log(f / at), decades)
     return float(np.mean(band / floor))
 
 
@@ -58,7 +58,7 @@ def main() -> None:
     from fits import reference
     from fits.matched_progress_choice import calibration_pairs
     from ladder.analysis import follow_forecast as ff
-    from ladder.analysis.follow_bands import horizon_profile, profile_sigma, rung_horizon_errors
+    from ladder.analysis.follow_bands import DECADE_POWER, rung_errors_profile, rung_horizon_errors, rungs_sigma
     from ladder.analysis.snapshots import snapshots as old_snapshots
     from ladder.dag import queries
     from ladder.spec.load import load_spec
@@ -101,7 +101,7 @@ def main() -> None:
                 print(f"{s['at_frac']:.1%}   | earlier  | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
                       f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}")
             print(f"{s['at_frac']:.1%}   | horizon  | {new['n']} | {new['mae']:.2%} | {new['inside']:.0%} | {new['half']:.2%} | "
-                  f"{new['half_minus_err']:+.4f} | {new['marin']:.2%} | {_floor_ratio(curve, later, s['at_frac'], rungs):.2f}"
+                  f"{new['half_minus_err']:+.4f} | {new['marin']:.2%} | {_floor_ratio(curve, later, s['at_frac'], rungs, ctx.decades):.2f}"
                   f"   (half-width over 28-55%: {hw_hidden:.2%})")
         # The change rule on changes inside the visible points: the run-id switches of hero_runs.csv (gate/router
         # weight decay at 58,014, the EP all-to-all and NCCL update at 81,716) declared as changes.
@@ -121,14 +121,19 @@ def main() -> None:
             print(f"{s['at_frac']:.1%} | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
                   f"{r['half_minus_err']:+.4f} | {r['marin']:.2%} | {s['band_rule'][-70:]}")
         errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
-        print("\nrung snapshots (every 5% of each rung), band from the other pairs' horizon profile only")
-        print("pair | points | inside 90% | mean half-width")
-        for (target, fit_on), grp in errs.groupby(["predict", "fit_on"]):
-            rest = errs[(errs["predict"] != target) | (errs["fit_on"] != fit_on)]
-            prof = horizon_profile(rest["h"].to_numpy(float), np.abs(rest["log_error"].to_numpy(float)))
-            sig = profile_sigma(prof, grp["h"].to_numpy(float))
-            inside = np.mean(np.abs(grp["log_error"].to_numpy(float)) <= Z90 * sig)
-            print(f"{fit_on} -> {target} | {len(grp)} | {inside:.0%} | {np.mean(np.expm1(Z90 * sig)):.2%}")
+        print("\nrung snapshots (every 5% of each rung), each pair's band from the other pairs' horizon profile only,")
+        print(f"the error taken per decade ** p of each pair's extrapolation (the rule uses p = {DECADE_POWER})")
+        print("p | pair (decades) | points | inside 90% | mean half-width")
+        for power in (0.0, 0.5, 1.0):
+            held = []
+            for (target, fit_on), grp in errs.groupby(["predict", "fit_on"]):
+                rest = errs[(errs["predict"] != target) | (errs["fit_on"] != fit_on)]
+                sig = rungs_sigma(rung_errors_profile(rest, power), grp["h"].to_numpy(float), float(grp["decades"].iloc[0]))
+                inside = np.abs(grp["log_error"].to_numpy(float)) <= Z90 * sig
+                held.append(inside)
+                print(f"{power} | {fit_on} -> {target} ({grp['decades'].iloc[0]:.2f}) | {len(grp)} | {inside.mean():.0%} | "
+                      f"{np.mean(np.expm1(Z90 * sig)):.2%}")
+            print(f"{power} | all pairs pooled | {sum(len(h) for h in held)} | {np.mean(np.concatenate(held)):.0%} |")
         _domains(dirs["fit"], Path(tmp) / "domains", ctx.level)
     print("\n=== follow: training-dynamics envelopes ===")
     from bench import follow_envelopes

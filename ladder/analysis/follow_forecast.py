@@ -15,6 +15,7 @@ from ladder.analysis.follow_bands import (
     horizon_profile,
     live_sigma,
     own_track,
+    rung_errors_profile,
     rung_horizon_errors,
 )
 from ladder.outputs import layout
@@ -99,7 +100,8 @@ def rung_profile(ctx: Context) -> dict:
     from fits.matched_progress_choice import calibration_pairs
 
     errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
-    prof = horizon_profile(errs["h"].to_numpy(float), np.abs(errs["log_error"].to_numpy(float)))
+    prof = rung_errors_profile(errs)
+    prof["hero_decades"] = ctx.decades  # how far past the largest rung the hero is: the profile's scale there
     prof["pairs"] = int(errs[["predict", "fit_on"]].drop_duplicates().shape[0]) if not errs.empty else 0
     return prof
 

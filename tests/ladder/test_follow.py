@@ -87,15 +87,19 @@ def test_535b_fed_in_5pct_steps_gives_the_forecast_history(prior_root, tmp_path)
         assert set(curve[0]) == {"tokens", "loss", "lower", "upper"}
         assert curve[0]["tokens"] >= s["at_step"] * BATCH_TOKENS - 1 and curve[-1]["tokens"] == pytest.approx(HERO_STEPS * BATCH_TOKENS)
         assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
-        # no band narrower than the rungs' measured snapshot error at its horizon
-        from ladder.analysis.follow_bands import profile_sigma
+        # no band narrower than the rungs' measured snapshot error at its horizon, scaled to the hero's distance
+        # past the largest rung (the rungs-only band bounds that part from above)
+        from ladder.analysis.follow_bands import rungs_sigma
 
         frac = np.array([c["tokens"] for c in curve]) / (HERO_STEPS * BATCH_TOKENS)
         at = s["at_step"] / HERO_STEPS
         sigma = np.log(np.array([c["upper"] / c["loss"] for c in curve])) / z
         ahead = frac > at + 1e-9
-        need = profile_sigma(horizon, np.log(frac[ahead] / at))
-        assert np.all(sigma[ahead] >= need - 1e-9)
+        prior_curve = pd.DataFrame(hero["curve"])
+        prior_sigma = np.log(np.interp(np.array([c["tokens"] for c in curve]), prior_curve["tokens"], prior_curve["upper"])
+                             / np.interp(np.array([c["tokens"] for c in curve]), prior_curve["tokens"], prior_curve["loss"])) / z
+        need = np.minimum(rungs_sigma(horizon, np.log(frac[ahead] / at), horizon["hero_decades"]), prior_sigma[ahead])
+        assert horizon["decade_power"] > 0 and np.all(sigma[ahead] >= need - 1e-6)
         if s.get("later_points"):
             # every later visible point inside (measured: all of them); Marin's curve scored on the same points
             assert s["later_inside_band"] >= 0.9

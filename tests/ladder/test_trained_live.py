@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_trained_hero_snapshots_are_follows(ladder_smoke_root, tmp_path):
     from ladder.analysis.follow import FollowConfig, Follower
-    from ladder.analysis.follow_bands import profile_sigma
+    from ladder.analysis.follow_bands import rungs_sigma
     from ladder.analysis.follow_forecast import load_context
     from ladder.analysis.follow_source import Source
     from ladder.analysis.forecast import ForecastCallback
@@ -71,12 +71,12 @@ def test_trained_hero_snapshots_are_follows(ladder_smoke_root, tmp_path):
             assert not b.get("later_points")
     assert mine[0]["later_points"] == len([r for r in evals if r["step"] > trained[0]["at_step"]])
 
-    # no band narrower than the rungs' snapshot error at its horizon (the rungs-only band bounds it from above)
+    # no band narrower than the rungs' snapshot error at its horizon and distance (the rungs-only band bounds it)
     z = ctx.z
     for s in trained[:-1]:
         curve = pd.read_csv(out / layout.FORECAST_DIR / f"{s['at_step']}.csv")
         ahead = curve["frac"].to_numpy(float) > s["at_frac"] + 1e-9
         sigma = np.log(curve["upper"].to_numpy(float) / curve["loss"].to_numpy(float))[ahead] / z
-        need = profile_sigma(follower.rungs, np.log(curve["frac"].to_numpy(float)[ahead] / s["at_frac"]))
+        need = rungs_sigma(follower.rungs, np.log(curve["frac"].to_numpy(float)[ahead] / s["at_frac"]), ctx.decades)
         need = np.minimum(need, np.maximum(ctx.prior_sigma[ahead], s["sigma_own_points"]))
         assert np.all(sigma >= need - 1e-9), s["at_step"]
