@@ -38,7 +38,7 @@ def draw(root: str, seed: int) -> list[dict]:
     from ladder.dag import queries
     from ladder.spec.load import load_spec
 
-    spec = dataclasses.replace(load_spec(SPEC), root=root, seed=seed)
+    spec = dataclasses.replace(load_spec(SPEC, [f"seed={seed}", "train_hero=false"]), root=root)
     dirs = queries.step_dirs(spec)
     return backtest(rung_frames(dirs, [r.name for r in spec.rungs]), LEVEL)
 
