@@ -4,7 +4,7 @@ router-bias norm against the 90% envelope from the three smaller rungs. The defa
 seeds (experiments/tiny_record.md) keeps finals and fits, not the per-step metrics, so the draws are
 trained here: the smoke rungs (the smallest ladder with four MoE rungs), no hero.
 
-Run alone: python -m bench.follow_envelopes. BENCH_ENVELOPE_SEEDS picks the draws (default 0,1,2);
+Run alone: python -m bench.follow_envelopes. BENCH_ENVELOPE_SEEDS picks the draws (default 0,1,2,3);
 BENCH_ENVELOPE_ROOTS=SEED=ROOT,... reuses finished ones.
 """
 
@@ -44,7 +44,7 @@ def draw(root: str, seed: int) -> list[dict]:
 
 
 def main() -> None:
-    seeds = [int(s) for s in os.environ.get("BENCH_ENVELOPE_SEEDS", "0,1,2").split(",") if s.strip()]
+    seeds = [int(s) for s in os.environ.get("BENCH_ENVELOPE_SEEDS", "0,1,2,3").split(",") if s.strip()]
     given = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_ENVELOPE_ROOTS", "").split(",") if "=" in kv)
     print(f"smoke rungs, largest from the 3 smaller, {LEVEL:.0%} envelope; draws: ladder seeds {seeds}")
     print("seed | metric | steps scored | inside | mean log half-width")
