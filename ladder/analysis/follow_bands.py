@@ -141,16 +141,23 @@ def own_track(snapshots: list[dict], hero: pd.DataFrame) -> pd.DataFrame:
 
 
 def live_sigma(fracs: np.ndarray, at: float, prior_sigma: np.ndarray, decades: float, rungs: dict | None,
-               own: dict | None, noise: float) -> tuple[np.ndarray, dict]:
-    """The snapshot's log sigma at each of `fracs` past `at` (noise alone at or before it) and its parts."""
+               own: dict | None, noise: float, prior_scaled: bool = True) -> tuple[np.ndarray, dict]:
+    """The snapshot's log sigma at each of `fracs` past `at` (noise alone at or before it) and its parts.
+
+    prior_scaled: whether the prior band scaled to the horizon is a part (the law's own extrapolation
+    band; a centre that is not the law, ladder.analysis.shape_centre, leaves it out)."""
     h = np.log(np.maximum(fracs / at, 1.0))
     sig_rungs = rungs_sigma(rungs, h, decades)
     # the hero's own record is held past its longest horizon: scaling a short-horizon miss (one bad eval point)
     # out to the end of the run blew a snapshot's band up to +-100%; the rungs' part grows with h there
     sig_own = profile_sigma(own, h, extrapolate=False)
-    sig_prior = prior_sigma * np.log10(np.maximum(fracs / at, 1.0)) / max(decades, 1e-3)
+    sig_prior = prior_sigma * np.log10(np.maximum(fracs / at, 1.0)) / max(decades, 1e-3) * float(prior_scaled)
     ahead = np.sqrt(np.maximum.reduce([sig_rungs, sig_own, sig_prior]) ** 2 + noise ** 2)
     # the rungs-only band bounds the rungs' part; the hero's own record may widen past it
     ahead = np.maximum(np.minimum(ahead, np.maximum(prior_sigma, noise)), sig_own)
+    # never narrower than the centre's own error measured on the rungs at that horizon (not extrapolated past
+    # the longest horizon measured: there the prior band's bound above holds)
+    power = float((rungs or {}).get("decade_power") or 0.0)
+    ahead = np.maximum(ahead, profile_sigma(rungs, h, extrapolate=False) * max(decades, 1e-3) ** power)
     sigma = np.where(fracs > at + 1e-12, ahead, noise)
     return sigma, {"sigma_rungs": sig_rungs, "sigma_own": sig_own, "sigma_prior_scaled": sig_prior}

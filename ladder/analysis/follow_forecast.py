@@ -17,7 +17,9 @@ from ladder.analysis.follow_bands import (
     own_track,
     rung_errors_profile,
     rung_horizon_errors,
+    rungs_sigma,
 )
+from ladder.analysis.shape_centre import carried, largest_run, shape_profile
 from ladder.outputs import layout
 
 
@@ -103,7 +105,18 @@ def rung_profile(ctx: Context) -> dict:
     prof = rung_errors_profile(errs)
     prof["hero_decades"] = ctx.decades  # how far past the largest rung the hero is: the profile's scale there
     prof["pairs"] = int(errs[["predict", "fit_on"]].drop_duplicates().shape[0]) if not errs.empty else 0
+    prof["shape"] = shape_profile(ctx.axis.points)  # the other candidate centre's profile (choose_centre)
     return prof
+
+
+def choose_centre(rungs: dict, at: float, decades: float) -> tuple[str, dict]:
+    """The candidate centre with the smaller rung-backtest error at the final's horizon from `at`, scaled
+    to the hero as each band is: "law" (the refitted curve law) or "shape" (shape_centre). Chosen on the
+    rungs only, never on the hero it forecasts; a profile cached before the shape rule has the law alone."""
+    h = np.array([math.log(1.0 / max(at, 1e-9))])
+    errs = {name: float(rungs_sigma(prof, h, decades)[0])
+            for name, prof in (("law", rungs), ("shape", rungs.get("shape") or {})) if prof.get("bins")}
+    return (min(errs, key=lambda k: errs[k]) if errs else "law"), errs
 
 
 def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict], rungs: dict,
@@ -123,11 +136,17 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
     central = res.model().predict(fracs, ctx.axis.target_flops * fracs)
     own_err = np.log(res.model().predict(own_pts["frac"], own_pts["flops"])) - np.log(own_pts["loss"].to_numpy(float))
     noise = float(np.sqrt(np.mean(own_err ** 2))) if own_err.size else 0.0
+    centre_rule, centre_errors = choose_centre(rungs, at, ctx.decades)
+    profile = rungs
+    if centre_rule == "shape" and not seen.empty:
+        last = seen.sort_values("step").iloc[-1]
+        central = carried(ctx.axis.points, largest_run(ctx.axis.points), float(last["frac"]), float(last["loss"]), fracs)
+        profile = rungs["shape"]
     track = own_track([e for e in earlier if e["at_frac"] < at - 1e-12], seen[["frac", "loss"]])
     own = horizon_profile(track["h"].to_numpy(float), np.abs(track["log_error"].to_numpy(float)), min_count=2)
-    sigma, parts = live_sigma(fracs, at, ctx.prior_sigma, ctx.decades, rungs, own, noise)
+    sigma, parts = live_sigma(fracs, at, ctx.prior_sigma, ctx.decades, profile, own, noise, prior_scaled=centre_rule == "law")
     rule = "horizon: max(rung snapshots, the hero's own record, the prior scaled) (+) own scatter"
-    if own_pts.empty:
+    if own_pts.empty and centre_rule == "law":
         sigma, rule = ctx.prior_sigma, "no own points in the law's range yet: the prior band"
     if reanchored:
         rule += f"; re-anchored on the {len(after)} points after the change at step {change.step}"
@@ -146,7 +165,8 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
                           "frac": fracs, "loss": central, "lower": lower, "upper": upper})
     summary = {"at_step": int(at_step), "at_frac": at, "n_points": int(len(own_pts)),
                "predicted_final": float(central[-1]), "lower": float(lower[-1]), "upper": float(upper[-1]),
-               "sigma_own_points": noise, "band_rule": rule, "own_record_points": int(len(track)),
+               "sigma_own_points": noise, "band_rule": rule, "centre_rule": centre_rule,
+               "centre_errors": centre_errors, "own_record_points": int(len(track)),
                "change": None if change is None else {"step": change.step, "what": change.what,
                                                       "reanchored": reanchored, "points_after": int(len(after))}}
     return curve, summary
