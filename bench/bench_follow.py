@@ -54,7 +54,9 @@ def _score(curve: pd.DataFrame, later: pd.DataFrame, marin: pd.DataFrame) -> dic
             "marin": np.mean(np.abs(np.interp(f, marin["frac"], marin["loss"]) / y - 1))}
 
 
-def main() -> None:
+def main(only_snapshots: bool = False) -> None:
+    """The whole bench; only_snapshots: the 535B snapshot table alone (python -c "from bench.bench_follow
+    import main; main(only_snapshots=True)"), a few minutes where the whole takes many."""
     from fits import reference
     from fits.matched_progress_choice import calibration_pairs
     from ladder.analysis import follow_forecast as ff
@@ -102,7 +104,10 @@ def main() -> None:
                       f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}")
             print(f"{s['at_frac']:.1%}   | horizon  | {new['n']} | {new['mae']:.2%} | {new['inside']:.0%} | {new['half']:.2%} | "
                   f"{new['half_minus_err']:+.4f} | {new['marin']:.2%} | {_floor_ratio(curve, later, s['at_frac'], rungs, ctx.decades):.2f}"
-                  f"   (half-width over 28-55%: {hw_hidden:.2%})")
+                  f"   (half-width over 28-55%: {hw_hidden:.2%}; centre: {s.get('centre_rule')}, rung errors "
+                  f"{ {k: round(v, 4) for k, v in (s.get('centre_errors') or {}).items()} })")
+        if only_snapshots:
+            return
         # The change rule on changes inside the visible points: the run-id switches of hero_runs.csv (gate/router
         # weight decay at 58,014, the EP all-to-all and NCCL update at 81,716) declared as changes.
         from ladder.spec import RunChange

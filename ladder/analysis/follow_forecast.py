@@ -15,11 +15,11 @@ from ladder.analysis.follow_bands import (
     horizon_profile,
     live_sigma,
     own_track,
+    profile_sigma,
     rung_errors_profile,
     rung_horizon_errors,
-    rungs_sigma,
 )
-from ladder.analysis.shape_centre import carried, largest_run, shape_profile
+from ladder.analysis.shape_centre import carried, largest_run, shape_errors, shape_profile
 from ladder.outputs import layout
 
 
@@ -98,24 +98,41 @@ def _trained_context(prior: pd.DataFrame, pred: dict, level: float, total_steps:
 
 
 def rung_profile(ctx: Context) -> dict:
-    """The rungs' snapshot error by horizon (follow_bands), over every calibration pair."""
-    from fits.matched_progress_choice import calibration_pairs
+    """The rungs' snapshot error by horizon (follow_bands), over every calibration pair; with the shape centre's
+    (shape_centre) and the backtests that choose between the two centres (choose_centre)."""
+    from fits.matched_progress_choice import calibration_pairs, run_order
 
-    errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
+    points = ctx.axis.points
+    errs = rung_horizon_errors(points, ctx.fit_fn, calibration_pairs(points))
     prof = rung_errors_profile(errs)
     prof["hero_decades"] = ctx.decades  # how far past the largest rung the hero is: the profile's scale there
     prof["pairs"] = int(errs[["predict", "fit_on"]].drop_duplicates().shape[0]) if not errs.empty else 0
-    prof["shape"] = shape_profile(ctx.axis.points)  # the other candidate centre's profile (choose_centre)
+    shape_errs = shape_errors(points)
+    prof["shape"] = shape_profile(shape_errs)
+    # The choice is made on the one backtest made as the hero's forecast is: the largest rung forecast from the
+    # others (the law refitted on all of them, the shape of the next largest). Pooled over every pair, the law's
+    # backtests from two rungs understate what it does from all of them: on Marin's rungs the pooled profile
+    # chose the shape, which then missed the 535B hero by 1.5-3% where the law missed by 0.6%.
+    order = run_order(points)
+    law_last = errs[(errs["predict"] == order[-1]) & (errs["fit_on"] == ",".join(order[:-1]))]
+    shape_last = shape_errs[(shape_errs["predict"] == order[-1]) & (shape_errs["fit_on"] == order[-2])]
+    first = float(points[points["run"] == largest_run(points)]["frac"].min())
+    prof["choice"] = {name: horizon_profile(e["h"].to_numpy(float), np.abs(e["log_error"].to_numpy(float)))
+                      for name, e in (("law", law_last), ("shape", shape_last))}
+    prof["choice"]["shape_from_frac"] = first  # the largest rung's first point: before it its shape is not measured
     return prof
 
 
-def choose_centre(rungs: dict, at: float, decades: float) -> tuple[str, dict]:
-    """The candidate centre with the smaller rung-backtest error at the final's horizon from `at`, scaled
-    to the hero as each band is: "law" (the refitted curve law) or "shape" (shape_centre). Chosen on the
-    rungs only, never on the hero it forecasts; a profile cached before the shape rule has the law alone."""
+def choose_centre(rungs: dict, at: float) -> tuple[str, dict]:
+    """The candidate centre with the smaller error at the final's horizon from `at` on the largest rung's
+    backtest (rung_profile's "choice"): "law" (the refitted curve law) or "shape" (shape_centre). Chosen on
+    the rungs only, never on the hero it forecasts; a profile cached before the shape rule has the law alone,
+    and the shape is no candidate before the largest rung's first point (its shape there is not measured)."""
+    choice = rungs.get("choice") or {}
+    if at + 1e-9 < float(choice.get("shape_from_frac", math.inf)):
+        return "law", {}
     h = np.array([math.log(1.0 / max(at, 1e-9))])
-    errs = {name: float(rungs_sigma(prof, h, decades)[0])
-            for name, prof in (("law", rungs), ("shape", rungs.get("shape") or {})) if prof.get("bins")}
+    errs = {name: float(profile_sigma(choice[name], h)[0]) for name in ("law", "shape") if (choice[name] or {}).get("bins")}
     return (min(errs, key=lambda k: errs[k]) if errs else "law"), errs
 
 
@@ -136,7 +153,7 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
     central = res.model().predict(fracs, ctx.axis.target_flops * fracs)
     own_err = np.log(res.model().predict(own_pts["frac"], own_pts["flops"])) - np.log(own_pts["loss"].to_numpy(float))
     noise = float(np.sqrt(np.mean(own_err ** 2))) if own_err.size else 0.0
-    centre_rule, centre_errors = choose_centre(rungs, at, ctx.decades)
+    centre_rule, centre_errors = choose_centre(rungs, at)
     profile = rungs
     if centre_rule == "shape" and not seen.empty:
         last = seen.sort_values("step").iloc[-1]

@@ -56,9 +56,8 @@ def shape_errors(points: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["predict", "fit_on", "decades", "at", "frac", "h", "log_error"])
 
 
-def shape_profile(points: pd.DataFrame) -> dict:
+def shape_profile(errs: pd.DataFrame) -> dict:
     """The shape rule's horizon profile (follow_bands.rung_errors_profile of shape_errors)."""
-    errs = shape_errors(points)
     prof = rung_errors_profile(errs)
     prof["pairs"] = int(errs[["predict", "fit_on"]].drop_duplicates().shape[0]) if not errs.empty else 0
     return prof

@@ -1,6 +1,7 @@
 """One live-forecast rule for a hero trained here and a followed hero: the smoke hero's evals replayed
 through its training callback give the snapshots `ladder follow` makes when fed the same evals up to the
-same steps (the same centre and band), and no band is narrower than the rungs' measured error at its horizon."""
+same steps (the same centre, chosen on the rungs, and band), and no band is narrower than that centre's measured
+error on the rungs at its horizon."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_trained_hero_snapshots_are_follows(ladder_smoke_root, tmp_path):
     from ladder.analysis.follow import FollowConfig, Follower
-    from ladder.analysis.follow_bands import rungs_sigma
     from ladder.analysis.follow_forecast import load_context
     from ladder.analysis.follow_source import Source
     from ladder.analysis.forecast import ForecastCallback
@@ -54,7 +54,7 @@ def test_trained_hero_snapshots_are_follows(ladder_smoke_root, tmp_path):
     for a, b in zip(trained, followed, strict=True):
         for key in ("predicted_final", "lower", "upper"):
             assert a[key] == pytest.approx(b[key], rel=1e-9), (a["at_step"], key)
-        assert a["band_rule"] == b["band_rule"]
+        assert a["band_rule"] == b["band_rule"] and a["centre_rule"] == b["centre_rule"]
 
     # the report scores both the same way: each snapshot on the evals after it
     from ladder.analysis.follow_report import followed
@@ -71,12 +71,29 @@ def test_trained_hero_snapshots_are_follows(ladder_smoke_root, tmp_path):
             assert not b.get("later_points")
     assert mine[0]["later_points"] == len([r for r in evals if r["step"] > trained[0]["at_step"]])
 
-    # no band narrower than the rungs' snapshot error at its horizon and distance (the rungs-only band bounds it)
-    z = ctx.z
+    # each centre is the one with the smaller rung-backtest error at the final's horizon (chosen on the rungs only),
+    # and no band is narrower than that centre's rung snapshot error at its horizon and distance, within the horizons
+    # measured (the rungs-only band bounds the extrapolation past them)
+    from ladder.analysis.follow_bands import profile_sigma
+    from ladder.analysis.follow_forecast import choose_centre
+    from ladder.analysis.shape_centre import carried, largest_run
+
+    z, rungs = ctx.z, follower.rungs
+    assert {s["centre_rule"] for s in trained[:-1]} <= {"law", "shape"}
+    hero_pts = pd.DataFrame(evals).query("step > 0")
     for s in trained[:-1]:
+        rule, errs = choose_centre(rungs, s["at_frac"])
+        assert s["centre_rule"] == rule == min(errs, key=errs.get) and s["centre_errors"] == pytest.approx(errs)
+        profile = rungs["shape"] if rule == "shape" else rungs
         curve = pd.read_csv(out / layout.FORECAST_DIR / f"{s['at_step']}.csv")
-        ahead = curve["frac"].to_numpy(float) > s["at_frac"] + 1e-9
+        f = curve["frac"].to_numpy(float)
+        ahead = f > s["at_frac"] + 1e-9
+        if rule == "shape":  # the hero's latest eval carried along the largest rung's shape
+            last = hero_pts[hero_pts["step"] <= s["at_step"]].iloc[-1]
+            want = carried(ctx.axis.points, largest_run(ctx.axis.points), last["step"] / spec.hero.steps,
+                           float(last["eval_loss"]), f)
+            assert curve["loss"].to_numpy(float) == pytest.approx(want, rel=1e-9)
         sigma = np.log(curve["upper"].to_numpy(float) / curve["loss"].to_numpy(float))[ahead] / z
-        need = rungs_sigma(follower.rungs, np.log(curve["frac"].to_numpy(float)[ahead] / s["at_frac"]), ctx.decades)
-        need = np.minimum(need, np.maximum(ctx.prior_sigma[ahead], s["sigma_own_points"]))
+        need = profile_sigma(profile, np.log(f[ahead] / s["at_frac"]), extrapolate=False)
+        need = need * max(ctx.decades, 1e-3) ** profile["decade_power"]
         assert np.all(sigma >= need - 1e-9), s["at_step"]
