@@ -1,9 +1,11 @@
 """The hero's live forecast (heroes trained here): a snapshot at each eval past every `every` steps.
 
-One rule with `ladder follow` (ladder.analysis.follow_forecast.snapshot): the ladder's curve law
-refitted with the hero's eval points so far, its band calibrated by horizon on the rungs' own snapshot
-backtests and on the hero's earlier snapshots (ladder.analysis.follow_bands), so a trained hero's
-snapshots and a followed hero's mean the same thing. The rungs are read from the fit step's record of
+One rule with `ladder follow` (ladder.analysis.follow_forecast.snapshot): the centre is the ladder's
+curve law refitted with the hero's eval points so far, or the hero's latest eval carried along the
+largest rung's shape (ladder.analysis.shape_centre), whichever backtests better on the rungs at the
+snapshot's horizon to the end (`centre_rule` says which); its band is calibrated by horizon on that
+centre's own rung backtests and on the hero's earlier snapshots (ladder.analysis.follow_bands), so a
+trained hero's snapshots and a followed hero's mean the same thing. The rungs are read from the fit step's record of
 its inputs (its step.json): a trained hero does not depend on the rungs itself.
 
 Where the rungs cannot be read from here (a remote root's hero reads its fit and prediction through

@@ -42,7 +42,7 @@ def test_a_shape_that_steepens_with_size_is_measured_as_a_miss_growing_with_hori
     assert (errs["log_error"] > 0).all()
     near, far = errs[errs["h"] < 0.2], errs[errs["h"] > 1.0]
     assert np.abs(far["log_error"]).mean() > 3 * np.abs(near["log_error"]).mean()
-    prof = shape_profile(_rungs(0.3))
+    prof = shape_profile(errs)
     assert prof["pairs"] == 6 and profile_sigma(prof, np.array([1.5]))[0] > profile_sigma(prof, np.array([0.15]))[0]
 
 
