@@ -112,7 +112,7 @@ def rung_profile(ctx: Context) -> dict:
     # The choice is made on the one backtest made as the hero's forecast is: the largest rung forecast from the
     # others (the law refitted on all of them, the shape of the next largest). Pooled over every pair, the law's
     # backtests from two rungs understate what it does from all of them: on Marin's rungs the pooled profile
-    # chose the shape, which then missed the 535B hero by 1.5-3% where the law missed by 0.6%.
+    # chose the shape, which then missed the 535B hero by far more than the law (experiments/follow_record.md).
     order = run_order(points)
     law_last = errs[(errs["predict"] == order[-1]) & (errs["fit_on"] == ",".join(order[:-1]))]
     shape_last = shape_errs[(shape_errs["predict"] == order[-1]) & (shape_errs["fit_on"] == order[-2])]
@@ -153,16 +153,17 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
     central = res.model().predict(fracs, ctx.axis.target_flops * fracs)
     own_err = np.log(res.model().predict(own_pts["frac"], own_pts["flops"])) - np.log(own_pts["loss"].to_numpy(float))
     noise = float(np.sqrt(np.mean(own_err ** 2))) if own_err.size else 0.0
-    centre_rule, centre_errors = choose_centre(rungs, at)
+    centre_rule, centre_errors = choose_centre(rungs, at) if not seen.empty else ("law", {})
     profile = rungs
-    if centre_rule == "shape" and not seen.empty:
+    if centre_rule == "shape":
         last = seen.sort_values("step").iloc[-1]
         central = carried(ctx.axis.points, largest_run(ctx.axis.points), float(last["frac"]), float(last["loss"]), fracs)
         profile = rungs["shape"]
     track = own_track([e for e in earlier if e["at_frac"] < at - 1e-12], seen[["frac", "loss"]])
     own = horizon_profile(track["h"].to_numpy(float), np.abs(track["log_error"].to_numpy(float)), min_count=2)
     sigma, parts = live_sigma(fracs, at, ctx.prior_sigma, ctx.decades, profile, own, noise, prior_scaled=centre_rule == "law")
-    rule = "horizon: max(rung snapshots, the hero's own record, the prior scaled) (+) own scatter"
+    rule = ("horizon: max(rung snapshots, the hero's own record, the prior scaled) (+) own scatter" if centre_rule == "law"
+            else "horizon: max(the shape's rung snapshots, the hero's own record) (+) own scatter")
     if own_pts.empty and centre_rule == "law":
         sigma, rule = ctx.prior_sigma, "no own points in the law's range yet: the prior band"
     if reanchored:
