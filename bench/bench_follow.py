@@ -3,7 +3,9 @@
 snapshots, ladder.analysis.snapshots) beside the horizon rule (ladder.analysis.follow_forecast) and
 Marin's curve on the same points; and the horizon band on every rung snapshot, each (pair) scored with
 a profile measured on the other pairs only. Also the band's half-width over the points the issue's
-table scored (28-55% of the run, after the mix switch), which this repository does not hold.
+table scored (28-55% of the run, after the mix switch), which this repository does not hold. Then each of
+Marin's 16 Paloma domains: its band's coverage on the largest rung's backtest (ladder.analysis.domain_forecasts);
+and the training-dynamics envelopes over fresh draws of the smoke rungs (bench/follow_envelopes.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ def _cli(*args: str) -> None:
         raise RuntimeError(f"ladder {args[0]} failed: {proc.stderr[-500:]}")
 
 
+def _floor_ratio(curve: pd.DataFrame, later: pd.DataFrame, at: float, rungs: dict, decades: float) -> float:
+    """The band's log half-width over the rungs' measured snapshot error at each later point's horizon (mean):
+    1 is a band at its floor, which no tightening may go under."""
+    from ladder.analysis.follow_bands import rungs_sigma
+
+    f = later["frac"].to_numpy(float)
+    band = np.log(np.interp(f, curve["frac"], curve["upper"]) / np.interp(f, curve["frac"], curve["loss"]))
+    floor = Z90 * rungs_sigma(rungs, np.log(f / at), decades)
+    return float(np.mean(band / floor))
+
+
 def _score(curve: pd.DataFrame, later: pd.DataFrame, marin: pd.DataFrame) -> dict:
     f, y = later["frac"].to_numpy(float), later["loss"].to_numpy(float)
     p = np.interp(f, curve["frac"], curve["loss"])
@@ -41,11 +54,13 @@ def _score(curve: pd.DataFrame, later: pd.DataFrame, marin: pd.DataFrame) -> dic
             "marin": np.mean(np.abs(np.interp(f, marin["frac"], marin["loss"]) / y - 1))}
 
 
-def main() -> None:
+def main(only_snapshots: bool = False) -> None:
+    """The whole bench; only_snapshots: the 535B snapshot table alone (python -c "from bench.bench_follow
+    import main; main(only_snapshots=True)"), a few minutes where the whole takes many."""
     from fits import reference
     from fits.matched_progress_choice import calibration_pairs
     from ladder.analysis import follow_forecast as ff
-    from ladder.analysis.follow_bands import horizon_profile, profile_sigma, rung_horizon_errors
+    from ladder.analysis.follow_bands import DECADE_POWER, rung_errors_profile, rung_horizon_errors, rungs_sigma
     from ladder.analysis.snapshots import snapshots as old_snapshots
     from ladder.dag import queries
     from ladder.spec.load import load_spec
@@ -67,7 +82,8 @@ def main() -> None:
         old = {round(r["at_frac"], 3): r for r in old_snapshots(dirs["fit"], pts.assign(tokens=pts["step"] * hero.batch_tokens),
                                                                 prior, ctx.level, out_dir=tmp)}
         print(f"535B hero, visible points (to 27.7%), {len(pts)} points; Marin's curve on the same points")
-        print("snapshot | rule     | later n | mean |err| | inside 90% | mean half-width | min(half - |err|) (log) | Marin |err|")
+        print("snapshot | rule     | later n | mean |err| | inside 90% | mean half-width | min(half - |err|) (log) | Marin |err|"
+              " | band / rung floor")
         earlier = []
         for g in (0.05, 0.10, 0.15, 0.20, 0.25, 0.277):
             at_step = int(pts[pts["frac"] <= g + 1e-9]["step"].max())
@@ -87,7 +103,11 @@ def main() -> None:
                 print(f"{s['at_frac']:.1%}   | earlier  | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
                       f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}")
             print(f"{s['at_frac']:.1%}   | horizon  | {new['n']} | {new['mae']:.2%} | {new['inside']:.0%} | {new['half']:.2%} | "
-                  f"{new['half_minus_err']:+.4f} | {new['marin']:.2%}   (half-width over 28-55%: {hw_hidden:.2%})")
+                  f"{new['half_minus_err']:+.4f} | {new['marin']:.2%} | {_floor_ratio(curve, later, s['at_frac'], rungs, ctx.decades):.2f}"
+                  f"   (half-width over 28-55%: {hw_hidden:.2%}; centre: {s.get('centre_rule')}, rung errors "
+                  f"{ {k: round(v, 4) for k, v in (s.get('centre_errors') or {}).items()} })")
+        if only_snapshots:
+            return
         # The change rule on changes inside the visible points: the run-id switches of hero_runs.csv (gate/router
         # weight decay at 58,014, the EP all-to-all and NCCL update at 81,716) declared as changes.
         from ladder.spec import RunChange
@@ -106,14 +126,44 @@ def main() -> None:
             print(f"{s['at_frac']:.1%} | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
                   f"{r['half_minus_err']:+.4f} | {r['marin']:.2%} | {s['band_rule'][-70:]}")
         errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
-        print("\nrung snapshots (every 5% of each rung), band from the other pairs' horizon profile only")
-        print("pair | points | inside 90% | mean half-width")
-        for (target, fit_on), grp in errs.groupby(["predict", "fit_on"]):
-            rest = errs[(errs["predict"] != target) | (errs["fit_on"] != fit_on)]
-            prof = horizon_profile(rest["h"].to_numpy(float), np.abs(rest["log_error"].to_numpy(float)))
-            sig = profile_sigma(prof, grp["h"].to_numpy(float))
-            inside = np.mean(np.abs(grp["log_error"].to_numpy(float)) <= Z90 * sig)
-            print(f"{fit_on} -> {target} | {len(grp)} | {inside:.0%} | {np.mean(np.expm1(Z90 * sig)):.2%}")
+        print("\nrung snapshots (every 5% of each rung), each pair's band from the other pairs' horizon profile only,")
+        print(f"the error taken per decade ** p of each pair's extrapolation (the rule uses p = {DECADE_POWER})")
+        print("p | pair (decades) | points | inside 90% | mean half-width")
+        for power in (0.0, 0.5, 1.0):
+            held = []
+            for (target, fit_on), grp in errs.groupby(["predict", "fit_on"]):
+                rest = errs[(errs["predict"] != target) | (errs["fit_on"] != fit_on)]
+                sig = rungs_sigma(rung_errors_profile(rest, power), grp["h"].to_numpy(float), float(grp["decades"].iloc[0]))
+                inside = np.abs(grp["log_error"].to_numpy(float)) <= Z90 * sig
+                held.append(inside)
+                print(f"{power} | {fit_on} -> {target} ({grp['decades'].iloc[0]:.2f}) | {len(grp)} | {inside.mean():.0%} | "
+                      f"{np.mean(np.expm1(Z90 * sig)):.2%}")
+            print(f"{power} | all pairs pooled | {sum(len(h) for h in held)} | {np.mean(np.concatenate(held)):.0%} |")
+        _domains(dirs["fit"], Path(tmp) / "domains", ctx.level)
+    print("\n=== follow: training-dynamics envelopes ===")
+    from bench import follow_envelopes
+
+    follow_envelopes.main()
+
+
+def _domains(fit_dir: str, cache: Path, level: float) -> None:
+    """Each Paloma domain's forecast band, scored on the largest rung's backtest (its band calibrated blind to it)."""
+    from fits import reference
+    from ladder.analysis.domain_forecasts import forecasts
+
+    curves = pd.read_csv(reference.data_dir() / "marin_moe_535b" / "rung_domain_curves.csv").rename(columns={"rung": "name"})
+    rows = forecasts(fit_dir, curves, cache, None, level)
+    print(f"\nper-domain bands ({len(rows)} Paloma domains): the largest rung's backtest, band calibrated blind to it")
+    print("domain | backtest | mean |err| | points | inside band | calibrated on")
+    cover = []
+    for r in rows:
+        b = r["backtest"]
+        cover += [b["band_coverage"]] if b["band_coverage"] is not None else []
+        inside = f"{b['band_coverage']:.0%}" if b["band_coverage"] is not None else "-"
+        print(f"{r['domain']} | {'+'.join(b['fit_on'])} -> {b['predict']} | {b['mean_abs_rel_error']:.2%} | "
+              f"{b['band_points']} | {inside} | {', '.join(b['calibrated_on'] or [])}")
+    if cover:
+        print(f"inside the {level:.0%} band per domain: min {min(cover):.0%}, mean {np.mean(cover):.0%}, max {max(cover):.0%}")
 
 
 if __name__ == "__main__":

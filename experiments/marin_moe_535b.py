@@ -48,6 +48,9 @@ from ladder.spec import (
 )
 
 VOCAB = 128_256
+# Marin's tokenizer: Llama 3's 128,256 tokens (marin-community/marin-tokenizer adds a chat template). Declared,
+# not held: planning, importing and forecasting need only its size; training here would need its tokenizer.json.
+TOKENIZER = f"declared:{VOCAB}:marin-community/marin-tokenizer (Llama 3)"
 SEQ = 4096
 # Marin's training compute per step (forward + backward, lm_head term removed): rungs.csv, hero_spec.csv.
 MARIN_FLOPS_PER_STEP = {
@@ -92,8 +95,10 @@ LADDER = LadderSpec(
         # The hero's data mix changed at step 108,000 under a new W&B run id (issue #9126): `ladder follow`
         # widens the forecast past it to the rungs-only band until 3 points after it, then re-anchors there.
         changes=(RunChange(108_000, "data mix", "new mix under W&B run hero-mix-996f4891-step108k (marin #9126)"),)),
-    # Marin trained on its own tokenized mixture; point this at yours to train (not needed to plan or predict).
-    data=DataSpec(domains=(DomainSpec("pretraining_mix", "gs://your-bucket/tokenized/pretraining_mix", 1.0),)),
+    # Marin trained on its own tokenized mixture; point this at yours, and data.tokenizer at its tokenizer.json,
+    # to train (neither is needed to plan, import or predict).
+    data=DataSpec(domains=(DomainSpec("pretraining_mix", "gs://your-bucket/tokenized/pretraining_mix", 1.0),),
+                  tokenizer=TOKENIZER),
     # The final-loss law sees only the three complete rungs (3 points, 3 parameters): a side figure here, so a
     # short bootstrap; the forecast is the curve law's (fit.curve_fit="auto" on the imported curves).
     fit=FitSpec(law="compute", curve_law="none", bootstrap=50, baseline="marin",

@@ -40,6 +40,10 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_DISABLE_DOCKER_CPU_WARNING", "1")
+# Every Ray a test starts (the session's, a test's own Cluster, a CLI's) runs its workers at the suite's
+# priority, as ladder's own local Ray does (ladder.executor.ray_start): at Ray's default nice 15 a gang
+# test's members were starved by any busy process beside the suite.
+os.environ.setdefault("RAY_worker_niceness", "0")
 os.environ.setdefault("LADDER_TEST_TMP", _ISOLATED)
 
 
@@ -175,7 +179,6 @@ class SessionRay:
         if ray.is_initialized():
             return ray
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        os.environ.setdefault("RAY_worker_niceness", "0")  # as ladder's own local Ray (ladder.executor.ray_start)
         self.tmp = self.tmp or tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: Ray's socket paths are limited
         ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=self.tmp, logging_level="WARNING",
                  object_store_memory=100 * 1024 * 1024)

@@ -23,6 +23,12 @@ from ladder.outputs import layout
 IMPORTED_DOMAINS = "imported_domain_curves.csv"
 DOMAIN_PREFIX = "eval_loss/"
 FRACS = np.round(np.linspace(0.05, 1.0, 20), 2)
+# A domain's extrapolation sigma is the larger of its own calibration backtests' and every domain's (pooled):
+# one domain's few rung pairs are a thin sample. Chosen on the rungs before scoring: on Marin's Paloma domains,
+# with the band of the d1536 backtest (from d768 + d1024) as the choice, the domain's own calibration, the
+# pooled one and the larger of the two were compared (mean |coverage - level| over domains); the larger was
+# closest, and it is then scored on the largest rung's backtest (`python -m bench follow` prints both).
+BAND_RULE = "max(the domain's own calibration, every domain's) per fraction"
 
 
 class DomainImportError(ValueError):
@@ -111,8 +117,9 @@ def forecasts(fit_dir: str, curves: pd.DataFrame, cache_dir: Path, hero_domains:
         doc = {"hero_totals": {"ours": float(trained[2])}, "complete": {r: True for r in points["run"].unique()}}
     else:
         return []
+    inputs = json.dumps([doc.get("chosen"), doc.get("hero_totals"), level, BAND_RULE], sort_keys=True)
     key = hashlib.sha256(points.to_csv(index=False).encode() + curves.to_csv(index=False).encode()
-                         + json.dumps([doc.get("chosen"), doc.get("hero_totals"), level], sort_keys=True).encode()).hexdigest()[:16]
+                         + inputs.encode()).hexdigest()[:16]
     cached = layout.read_json(cache_dir / f"{key}.json", None)
     rows = cached if cached is not None else _compute(points, curves, doc, level)
     if cached is None:
@@ -126,7 +133,7 @@ def forecasts(fit_dir: str, curves: pd.DataFrame, cache_dir: Path, hero_domains:
 
 
 def _compute(points: pd.DataFrame, curves: pd.DataFrame, doc: dict, level: float) -> list[dict]:
-    from fits.matched_progress_choice import CANDIDATES, backtest, calibration_backtests, nested_coverage
+    from fits.matched_progress_choice import CANDIDATES, backtest, band, calibration_backtests
     from fits.matched_progress_forecast import forecast
     from ladder.analysis.curve_laws import axes
 
@@ -138,7 +145,7 @@ def _compute(points: pd.DataFrame, curves: pd.DataFrame, doc: dict, level: float
             return []
         doc = {**doc, "chosen": {"candidate": best["candidate"], "axis": best["axis"]}}
     fit_fn = CANDIDATES[doc["chosen"]["candidate"]]
-    out = []
+    fitted = {}  # domain -> (axis, its calibration backtests, the largest rung's backtest)
     for domain, grp in curves.groupby("domain", sort=True):
         g = grp.rename(columns={"name": "run", "loss": "domain_loss"})[["run", "step", "domain_loss"]]
         pts = points.merge(g, on=["run", "step"], how="inner")
@@ -150,23 +157,55 @@ def _compute(points: pd.DataFrame, curves: pd.DataFrame, doc: dict, level: float
             continue
         try:
             cal = calibration_backtests(axis.points, fit_fn)
-            curve, _ = forecast(axis, fit_fn, cal, FRACS, level, doc.get("complete") or {})
             order = list(axis.points.groupby("run")["total_flops"].first().sort_values().index)
-            bt = backtest(axis.points, fit_fn, order[:-1], order[-1])
+            fitted[str(domain)] = (axis, cal, backtest(axis.points, fit_fn, order[:-1], order[-1]))
         except (ValueError, np.linalg.LinAlgError):
             continue
-        # the backtest's band: the same rule calibrated on the backtests blind to its target
-        cov = next((c for c in nested_coverage(cal, level, nested=False)
-                    if c["predict"] == bt["predict"] and list(c.get("fit_on") or []) == list(bt["fit_on"])), {})
-        last = curve.iloc[-1]
-        out.append({"domain": str(domain), "predicted_final": float(last["loss"]), "lower": float(last["lower"]),
-                    "upper": float(last["upper"]), "points": int(len(pts)),
-                    "law": f"{doc['chosen']['candidate']} on {doc['chosen']['axis']} compute",
+    pooled = [b for _, cal, _ in fitted.values() for b in cal]
+    out = []
+    for domain, (axis, cal, bt) in fitted.items():
+        try:
+            curve, _ = forecast(axis, fit_fn, cal, FRACS, level, doc.get("complete") or {})
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+        decades = float(np.log10(axis.target_flops / float(axis.points["total_flops"].max())))
+        own = curve["sigma_extrapolation"].to_numpy(float)
+        wider = np.maximum(own, _sigma_ext(pooled, decades, FRACS))
+        sigma = np.sqrt(np.maximum(curve["sigma"].to_numpy(float) ** 2 - own ** 2, 0.0) + wider ** 2)
+        lower, upper = band(curve["loss"].to_numpy(float), sigma, level)
+        cov = _blind_coverage(bt, cal, pooled, level)
+        out.append({"domain": domain, "predicted_final": float(curve["loss"].iloc[-1]), "lower": float(lower[-1]),
+                    "upper": float(upper[-1]), "points": int(len(axis.points)),
+                    "law": f"{doc['chosen']['candidate']} on {doc['chosen']['axis']} compute", "band_rule": BAND_RULE,
                     "backtest": {"fit_on": bt["fit_on"], "predict": bt["predict"], "compute_ratio": bt["compute_ratio"],
                                  "mean_abs_rel_error": bt["mean_abs_rel_error"], "mean_rel_error": bt["mean_rel_error"],
-                                 "band_coverage": cov.get("coverage"), "band_points": cov.get("n_points"),
-                                 "calibrated_on": cov.get("calibrated_on")}})
+                                 **cov}})
     return out
+
+
+def _sigma_ext(backtests: list[dict], decades: float, fracs: np.ndarray) -> np.ndarray:
+    from fits.matched_progress_choice import sigma_extrapolation
+
+    return sigma_extrapolation(backtests, decades, fracs)
+
+
+def _blind_coverage(bt: dict, own: list[dict], pooled: list[dict], level: float) -> dict:
+    """The backtest's band by BAND_RULE from the calibration backtests blind to its target (the domain's own,
+    and every domain's), and how many of its target's points it holds."""
+    from fits.matched_progress_choice import band
+
+    def blind(cal: list[dict]) -> list[dict]:
+        return [b for b in cal if bt["predict"] not in set(b["fit_on"]) | {b["predict"]}]
+
+    inner = blind(own)
+    if not inner:
+        return {"band_coverage": None, "band_points": None, "calibrated_on": []}
+    fr = np.asarray(bt["frac"])
+    sig = np.maximum(_sigma_ext(inner, bt["decades"], fr), _sigma_ext(blind(pooled), bt["decades"], fr))
+    lo, hi = band(np.asarray(bt["predicted"]), sig, level)
+    actual = np.asarray(bt["actual"])
+    return {"band_coverage": float(((actual >= lo) & (actual <= hi)).mean()), "band_points": int(actual.size),
+            "calibrated_on": sorted({b["predict"] for b in inner})}
 
 
 def add_domains(report: dict, prediction: dict, dep_dirs: dict[str, str], config: dict) -> None:

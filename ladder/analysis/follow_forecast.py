@@ -15,8 +15,11 @@ from ladder.analysis.follow_bands import (
     horizon_profile,
     live_sigma,
     own_track,
+    profile_sigma,
+    rung_errors_profile,
     rung_horizon_errors,
 )
+from ladder.analysis.shape_centre import carried, largest_run, shape_errors, shape_profile
 from ladder.outputs import layout
 
 
@@ -95,13 +98,42 @@ def _trained_context(prior: pd.DataFrame, pred: dict, level: float, total_steps:
 
 
 def rung_profile(ctx: Context) -> dict:
-    """The rungs' snapshot error by horizon (follow_bands), over every calibration pair."""
-    from fits.matched_progress_choice import calibration_pairs
+    """The rungs' snapshot error by horizon (follow_bands), over every calibration pair; with the shape centre's
+    (shape_centre) and the backtests that choose between the two centres (choose_centre)."""
+    from fits.matched_progress_choice import calibration_pairs, run_order
 
-    errs = rung_horizon_errors(ctx.axis.points, ctx.fit_fn, calibration_pairs(ctx.axis.points))
-    prof = horizon_profile(errs["h"].to_numpy(float), np.abs(errs["log_error"].to_numpy(float)))
+    points = ctx.axis.points
+    errs = rung_horizon_errors(points, ctx.fit_fn, calibration_pairs(points))
+    prof = rung_errors_profile(errs)
+    prof["hero_decades"] = ctx.decades  # how far past the largest rung the hero is: the profile's scale there
     prof["pairs"] = int(errs[["predict", "fit_on"]].drop_duplicates().shape[0]) if not errs.empty else 0
+    shape_errs = shape_errors(points)
+    prof["shape"] = shape_profile(shape_errs)
+    # The choice is made on the one backtest made as the hero's forecast is: the largest rung forecast from the
+    # others (the law refitted on all of them, the shape of the next largest). Pooled over every pair, the law's
+    # backtests from two rungs understate what it does from all of them: on Marin's rungs the pooled profile
+    # chose the shape, which then missed the 535B hero by far more than the law (experiments/follow_record.md).
+    order = run_order(points)
+    law_last = errs[(errs["predict"] == order[-1]) & (errs["fit_on"] == ",".join(order[:-1]))]
+    shape_last = shape_errs[(shape_errs["predict"] == order[-1]) & (shape_errs["fit_on"] == order[-2])]
+    first = float(points[points["run"] == largest_run(points)]["frac"].min())
+    prof["choice"] = {name: horizon_profile(e["h"].to_numpy(float), np.abs(e["log_error"].to_numpy(float)))
+                      for name, e in (("law", law_last), ("shape", shape_last))}
+    prof["choice"]["shape_from_frac"] = first  # the largest rung's first point: before it its shape is not measured
     return prof
+
+
+def choose_centre(rungs: dict, at: float) -> tuple[str, dict]:
+    """The candidate centre with the smaller error at the final's horizon from `at` on the largest rung's
+    backtest (rung_profile's "choice"): "law" (the refitted curve law) or "shape" (shape_centre). Chosen on
+    the rungs only, never on the hero it forecasts; a profile cached before the shape rule has the law alone,
+    and the shape is no candidate before the largest rung's first point (its shape there is not measured)."""
+    choice = rungs.get("choice") or {}
+    if at + 1e-9 < float(choice.get("shape_from_frac", math.inf)):
+        return "law", {}
+    h = np.array([math.log(1.0 / max(at, 1e-9))])
+    errs = {name: float(profile_sigma(choice[name], h)[0]) for name in ("law", "shape") if (choice[name] or {}).get("bins")}
+    return (min(errs, key=lambda k: errs[k]) if errs else "law"), errs
 
 
 def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict], rungs: dict,
@@ -121,11 +153,18 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
     central = res.model().predict(fracs, ctx.axis.target_flops * fracs)
     own_err = np.log(res.model().predict(own_pts["frac"], own_pts["flops"])) - np.log(own_pts["loss"].to_numpy(float))
     noise = float(np.sqrt(np.mean(own_err ** 2))) if own_err.size else 0.0
+    centre_rule, centre_errors = choose_centre(rungs, at) if not seen.empty else ("law", {})
+    profile = rungs
+    if centre_rule == "shape":
+        last = seen.sort_values("step").iloc[-1]
+        central = carried(ctx.axis.points, largest_run(ctx.axis.points), float(last["frac"]), float(last["loss"]), fracs)
+        profile = rungs["shape"]
     track = own_track([e for e in earlier if e["at_frac"] < at - 1e-12], seen[["frac", "loss"]])
     own = horizon_profile(track["h"].to_numpy(float), np.abs(track["log_error"].to_numpy(float)), min_count=2)
-    sigma, parts = live_sigma(fracs, at, ctx.prior_sigma, ctx.decades, rungs, own, noise)
-    rule = "horizon: max(rung snapshots, the hero's own record, the prior scaled) (+) own scatter"
-    if own_pts.empty:
+    sigma, parts = live_sigma(fracs, at, ctx.prior_sigma, ctx.decades, profile, own, noise, prior_scaled=centre_rule == "law")
+    rule = ("horizon: max(rung snapshots, the hero's own record, the prior scaled) (+) own scatter" if centre_rule == "law"
+            else "horizon: max(the shape's rung snapshots, the hero's own record) (+) own scatter")
+    if own_pts.empty and centre_rule == "law":
         sigma, rule = ctx.prior_sigma, "no own points in the law's range yet: the prior band"
     if reanchored:
         rule += f"; re-anchored on the {len(after)} points after the change at step {change.step}"
@@ -144,7 +183,8 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
                           "frac": fracs, "loss": central, "lower": lower, "upper": upper})
     summary = {"at_step": int(at_step), "at_frac": at, "n_points": int(len(own_pts)),
                "predicted_final": float(central[-1]), "lower": float(lower[-1]), "upper": float(upper[-1]),
-               "sigma_own_points": noise, "band_rule": rule, "own_record_points": int(len(track)),
+               "sigma_own_points": noise, "band_rule": rule, "centre_rule": centre_rule,
+               "centre_errors": centre_errors, "own_record_points": int(len(track)),
                "change": None if change is None else {"step": change.step, "what": change.what,
                                                       "reanchored": reanchored, "points_after": int(len(after))}}
     return curve, summary

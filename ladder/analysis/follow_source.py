@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ladder.imports.wandb_run import (
+    DEFAULT_TIMEOUT_S,
     EVAL_KEYS,
     METRIC_COLUMN,
     InputError,
+    Unreachable,
     _number,
     choose_metric,
     fetch_api,
@@ -34,6 +36,7 @@ class Source:
     kind: str  # csv | jsonl | wandb
     where: str  # a path, a URL, or comma-separated ENTITY/PROJECT/RUN ids
     metric: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S  # W&B: how long each API request may take before the poll fails
 
     @property
     def runs(self) -> list[str]:
@@ -78,12 +81,9 @@ def _wandb_points(source: Source) -> pd.DataFrame:
     frames = []
     for run in source.runs:
         try:
-            records = fetch_api(run, [(source.metric, "loss")] if source.metric else [])
-        except InputError as exc:
-            text = str(exc)
-            if "W&B API failed" in text and "not found" not in text.lower():
-                raise SourceUnavailable(text) from None
-            raise
+            records = fetch_api(run, [(source.metric, "loss")] if source.metric else [], source.timeout_s)
+        except Unreachable as exc:
+            raise SourceUnavailable(str(exc)) from None
         frames.append(_points(records, source.metric, f"run {run}"))
     return stitch(frames)
 

@@ -1,7 +1,16 @@
-"""The hero's live forecast (heroes trained here): at each snapshot, re-anchor the prediction on the
-hero's own latest eval point.
+"""The hero's live forecast (heroes trained here): a snapshot at each eval past every `every` steps.
 
-With the rungs' eval ratios (predict/hero_eval_ratio.csv, ladder.analysis.eval_ratios), the final is
+One rule with `ladder follow` (ladder.analysis.follow_forecast.snapshot): the centre is the ladder's
+curve law refitted with the hero's eval points so far, or the hero's latest eval carried along the
+largest rung's shape (ladder.analysis.shape_centre), whichever backtests better on the rungs at the
+snapshot's horizon to the end (`centre_rule` says which); its band is calibrated by horizon on that
+centre's own rung backtests and on the hero's earlier snapshots (ladder.analysis.follow_bands), so a
+trained hero's snapshots and a followed hero's mean the same thing. The rungs are read from the fit step's record of
+its inputs (its step.json): a trained hero does not depend on the rungs itself.
+
+Where the rungs cannot be read from here (a remote root's hero reads its fit and prediction through
+local mirrors only) or fewer than 3 have eval points, the earlier rule stands, and each snapshot's
+`band_rule` says so. With the rungs' eval ratios (predict/hero_eval_ratio.csv, ladder.analysis.eval_ratios), the final is
 read from the hero's latest eval over the largest rung's eval(f) / eval(end) at the same fraction f,
 with the ratio's own uncertainty as the band; the curve runs from the observed point to that final
 along the prior curve's shape; on the recorded heroes it beat the prior re-anchored on the eval
@@ -12,7 +21,7 @@ snapshots toward it. Early in the run the heroes sit further above their final t
 rung did: the ratio there still grows with size. Without the ratios (rungs with no eval before
 their last), the prior re-anchored as below.
 
-The prediction written before the hero started (predict/hero_curve.csv and its final eval loss in
+The earlier rule's re-anchoring: the prediction written before the hero started (predict/hero_curve.csv and its final eval loss in
 prediction.json) comes from the rungs alone. The curve's shape is put on the eval scale by
 rescaling it to end at the predicted final eval loss; each snapshot then multiplies it by the
 hero's latest eval loss over that curve at the same step. Eval points, not train loss through an
@@ -121,6 +130,8 @@ class ForecastCallback:
         self.ratio = pd.read_csv(ratio_path) if ratio_path is not None and ratio_path.exists() else None
         done = {r.get("at_step") for r in layout.iter_jsonl(self.out_dir / layout.FORECASTS)}
         self.done = {s for s in done if s is not None}
+        self.dep_dirs, self.batch_tokens, self.changes = dict(dep_dirs), rung.batch_tokens, tuple(rung.changes)
+        self._live: list = []  # [Live | None] once looked for: the rungs are read at the first snapshot
 
     def on_eval(self, step: int, row: dict) -> None:
         loss = row.get("eval_loss")
@@ -139,11 +150,26 @@ class ForecastCallback:
         if not earlier.empty and "eval_loss" in earlier:
             observed = pd.concat([earlier[["step", "eval_loss"]], observed]).drop_duplicates("step", keep="last")
         observed = observed[observed["step"] <= step]
-        if self.ratio is not None and self.hero_prediction.get("upper") and self.hero_prediction.get("level"):
+        live = self.live()
+        if live is not None:
+            from ladder.analysis.trained_live import live_snapshot
+
+            curve, summary = live_snapshot(live, observed, step, self.out_dir)
+        elif self.ratio is not None and self.hero_prediction.get("upper") and self.hero_prediction.get("level"):
             curve, summary = ratio_forecast(self.prior, self.hero_prediction, observed, self.total_steps, self.ratio)
         else:
             curve, summary = anchored_forecast(self.prior, float(self.predicted_final), observed, self.total_steps)
+        if live is None:
+            summary["band_rule"] = "the earlier rule: the rungs' eval points cannot be read from here (" + summary["method"] + ")"
         layout.write_csv_atomic(self.out_dir / layout.FORECAST_DIR / f"{step}.csv", curve)
         with open(self.out_dir / layout.FORECASTS, "a") as fh:
             fh.write(json.dumps(summary) + "\n")
         self.done.add(step)
+
+    def live(self):
+        """The follow rule's context (ladder.analysis.trained_live), looked for once; None: the earlier rule."""
+        if not self._live:
+            from ladder.analysis.trained_live import live_context
+
+            self._live.append(live_context(self.dep_dirs, self.total_steps, self.batch_tokens, self.changes))
+        return self._live[0]

@@ -59,11 +59,14 @@ def parse_until(text: str | None, now: float) -> float | None:
 @click.option("--on-alert", "on_alert", default=None, metavar="CMD",
               help="A shell command run on each alert: its fields as LADDER_ALERT_<FIELD> in the environment and "
                    "as JSON on stdin.")
+@click.option("--timeout", "timeout", default="30s", show_default=True,
+              help="With --hero: how long each W&B API request may take before the poll fails (wandb retries a "
+                   "refused connection until then).")
 @click.option("--retry", is_flag=True, help="Retry a source that fails on the first poll (later failures always are).")
 @root_option
 @set_option
 def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max_polls, alert_move, stall, on_alert,
-           retry, root, overrides):
+           timeout, retry, root, overrides):
     """Follow a hero as it trains: each poll imports its new eval points, refreshes the forecast snapshots
     and the dashboard's data (<root>/<ladder>/follow/), and raises alerts (events.jsonl, --on-alert).
 
@@ -84,7 +87,7 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
         raise UserError(f"{spec_path}: the ladder has no hero to follow; declare LadderSpec(hero=...)")
     if "://" in spec.root:
         raise UserError(f"--root {spec.root}: follow writes to a local ladder root")
-    source = Source(kind=given[0][0], where=given[0][1], metric=metric)
+    source = Source(kind=given[0][0], where=given[0][1], metric=metric, timeout_s=parse_duration(timeout, "--timeout"))
     config = FollowConfig(every_s=parse_duration(every, "--every"), until=parse_until(until, time.time()),
                           max_polls=max_polls, alert_move=alert_move, stall=stall, on_alert=on_alert, retry=retry)
     try:

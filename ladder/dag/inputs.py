@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
-TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/dag/step_fns.py", "ladder/analysis/forecast.py")
+# a hero's live snapshots (its callback) follow `ladder follow`'s rule: those modules are the hero's code too
+TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/dag/step_fns.py", "ladder/analysis/forecast.py",
+              "ladder/analysis/trained_live.py", "ladder/analysis/follow_forecast.py", "ladder/analysis/follow_bands.py")
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
 ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/step_fns.py")
 REPORT_CODE = ("ladder/report/", "ladder/outputs/", "ladder/analysis", "fits/", "ladder/dag/step_fns.py")

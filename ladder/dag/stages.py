@@ -126,7 +126,14 @@ def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | No
                max_concurrent: int | None = None, runtime: dict | None = None, show_progress: bool = False,
                steps: list | None = None, rerun_stale: bool = False):
     from ladder.executor import expand_force
+    from ladder.train.tokenizer import declared_vocab
 
+    if declared_vocab(spec.data.tokenizer) is not None:  # refused before anything is written
+        from ladder.dag import isoflop
+        from ladder.dag.tokenize import refuse_declared_training
+
+        first = steps if steps is not None else isoflop.sweep_steps(spec) if spec.isoflop else build_steps(spec)
+        refuse_declared_training(spec, plan_ladder(spec, force, first), first)
     executor = _executor(spec, address=address, max_concurrent=max_concurrent, show_progress=show_progress)
     # Runtime options change how a step reports, not what it computes: they stay out of the hashes.
     runtime = {"ladder": spec.name, "wandb": to_dict(spec.wandb), **(runtime or {})}

@@ -41,10 +41,11 @@ def step_name(domain: str) -> str:
 
 
 def tokenizer_digest(name: str) -> str:
-    """What a tokenizer is: ``bytes``, or a tokenizer.json's sha256 (a ``bpe:`` one is its step's hash)."""
-    from ladder.train.tokenizer import bpe_vocab, get_tokenizer
+    """What a tokenizer is: ``bytes``, a declared one's name, or a tokenizer.json's sha256 (a ``bpe:`` one is
+    its step's hash)."""
+    from ladder.train.tokenizer import bpe_vocab, declared_vocab, get_tokenizer
 
-    if name == "bytes" or bpe_vocab(name) is not None:
+    if name == "bytes" or bpe_vocab(name) is not None or declared_vocab(name) is not None:
         return name
     return get_tokenizer(name).digest
 
@@ -63,7 +64,8 @@ def _source_size(source: str) -> str:
 
 
 def tokenize_steps(spec) -> list:
-    """The ladder's tokenizer step (``bpe:``) and one tokenize step per domain; none for ``bytes``."""
+    """The ladder's tokenizer step (``bpe:``) and one tokenize step per domain; none for ``bytes`` (held in
+    memory) nor for a declared tokenizer (nothing here to tokenize with: its runs are imported)."""
     from ladder.dag import bpe
     from ladder.executor import Dep, Step
     from ladder.executor.provenance import versions
@@ -71,7 +73,7 @@ def tokenize_steps(spec) -> list:
     from ladder.train.tokenizer import bpe_vocab
 
     data = spec.data
-    if data.tokenizer == "bytes":
+    if not _shards(data.tokenizer):
         return []
     steps, deps = [], ()
     if bpe_vocab(data.tokenizer) is not None:
@@ -87,12 +89,29 @@ def tokenize_steps(spec) -> list:
     return steps
 
 
+def _shards(tokenizer: str) -> bool:
+    from ladder.train.tokenizer import declared_vocab
+
+    return tokenizer != "bytes" and declared_vocab(tokenizer) is None
+
+
 def shard_deps(spec) -> tuple:
     from ladder.executor import Dep
 
-    if spec.data.tokenizer == "bytes":
+    if not _shards(spec.data.tokenizer):
         return ()
     return tuple(Dep(step_name(d.name)) for d in spec.data.domains)
+
+
+def refuse_declared_training(spec, entries, steps) -> None:
+    """One line (a SpecError) before anything runs when a training step would run on a declared tokenizer."""
+    from ladder.spec import SpecError
+    from ladder.train.tokenizer import declared_refusal
+
+    trains = {s.name for s in steps if s.kind == kinds.TRAIN}
+    pending = [e.name for e in entries if e.action == "run" and e.name in trains]
+    if pending:
+        raise SpecError([declared_refusal(spec.data.tokenizer, ", ".join(pending))])
 
 
 def shard_dirs(dep_dirs: dict[str, str]) -> dict[str, str]:

@@ -14,12 +14,19 @@ from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
 TRAIN_FN = "ladder.dag.step_fns:train_step"
 
 
+# The in-memory ``bytes`` data drew window starts with replacement until it went through the token shards'
+# sampler (ladder.train.mixture): its runs read other batches now, so their hashes name it and they retrain.
+# Sharded runs always sampled so, and keep their hashes.
+BYTES_SAMPLING = {"sampling": "without_replacement"}
+
+
 def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
     return {
         "role": role,
         "ladder": spec.name,
         "rung": to_dict(run),
         "data": to_dict(run_data(spec, role)),
+        **(BYTES_SAMPLING if spec.data.tokenizer == "bytes" else {}),
         "wandb": to_dict(spec.wandb),
         "inputs": step_inputs(TRAIN_PACKAGES, spec.data),
     }

@@ -17,8 +17,10 @@ HASH_LEN = 12
 
 def canonical(obj: Any) -> Any:
     """A plain JSON value for ``obj``: tuples become lists, dataclasses dicts, keys strings."""
-    if obj is None or isinstance(obj, bool | int | str):
+    if obj is None or isinstance(obj, bool | str):
         return obj
+    if isinstance(obj, int):
+        return int(obj)  # an int subclass (ModelSpec's TokenizerVocab) is a plain JSON number
     if isinstance(obj, float):
         if not math.isfinite(obj):
             return repr(obj)  # "nan" / "inf": JSON has no literal for them

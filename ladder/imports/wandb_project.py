@@ -16,11 +16,8 @@ lists runs newest first): a crashed attempt and its rerun are two runs of one ru
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
@@ -28,6 +25,7 @@ import pandas as pd
 from fits.errors import InputError
 from ladder.imports.results import check_results
 from ladder.imports.wandb_run import EVAL_KEYS, FLOPS_KEYS, TOKEN_KEYS
+from ladder.wandb.api_session import DEFAULT_TIMEOUT_S, TEARDOWN_S, scratch_dirs
 from ladder.wandb.env import teardown_bounded
 
 PROJECT_RE = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)$")
@@ -36,11 +34,6 @@ STEP_KEY = "_step"
 CURVE_KEYS = EVAL_KEYS
 FINAL_KEYS = ("final_eval_loss", *EVAL_KEYS)
 PARAMS_KEYS = ("params_active",)
-DEFAULT_TIMEOUT_S = 30.0
-# wandb.teardown() waits on its wandb-core process with no bound, and after a request to an unreachable
-# server that process sometimes never exits (5 of 8 imports in a row hung there, measured on wandb 0.31).
-# An import has nothing to upload, so past this the process is killed.
-TEARDOWN_S = 5.0
 
 
 def parse_project(path: str) -> tuple[str, str]:
@@ -151,7 +144,7 @@ def fetch(project_path: str, names: Iterable[str], *, metric: str | None = None,
     except ImportError as exc:
         raise InputError(f"{source}: wandb is not installed; pip install 'scaling-ladder[train]'") from exc
     wanted = set(names)
-    with _scratch_wandb_dirs():
+    with scratch_dirs():
         try:
             api = wandb.Api(timeout=timeout_s)
             pairs = []
@@ -180,18 +173,3 @@ def _merged_history(run, keys: list[str]) -> list[dict]:
             if isinstance(row.get(STEP_KEY), int | float):
                 by_step.setdefault(row[STEP_KEY], {STEP_KEY: row[STEP_KEY]})[key] = row.get(key)
     return [by_step[s] for s in sorted(by_step)]
-
-
-@contextmanager
-def _scratch_wandb_dirs():
-    """W&B's folders (those the user did not set) in a temporary folder for the length of the import."""
-    keys = ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR")
-    with tempfile.TemporaryDirectory(prefix="ladder-wandb-") as tmp:
-        unset = [k for k in keys if k not in os.environ]
-        for k in unset:
-            os.environ[k] = os.path.join(tmp, k.lower())
-        try:
-            yield tmp
-        finally:
-            for k in unset:
-                os.environ.pop(k, None)

@@ -24,6 +24,7 @@ from typing import Any
 from fits.errors import InputError
 from ladder.outputs import layout
 from ladder.outputs.data import safe_name
+from ladder.wandb.api_session import DEFAULT_TIMEOUT_S
 
 STEP_KEYS = ("_step", "Step", "step", "global_step", "trainer/global_step", "train/step")
 TOKEN_KEYS = ("throughput/total_tokens", "tokens", "train/tokens", "total_tokens", "throughput/tokens")
@@ -127,40 +128,53 @@ def choose_metric(records: list[dict[str, Any]], metric: str | None, source: str
     return [r for r in records if metric in r], [(metric, "loss")]
 
 
-def fetch_api(run_path: str, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """The run's history through wandb.Api (network; needs a W&B login)."""
+class Unreachable(InputError):
+    """W&B's API did not answer (refused, timed out, no network): bad input to an import, worth a
+    retry to a poll (ladder.analysis.follow_source)."""
+
+
+def fetch_api(run_path: str, keys: list[tuple[str, str]], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[dict[str, Any]]:
+    """The run's history through wandb.Api (network; needs a W&B login). Each request may take
+    ``timeout_s`` (wandb-core retries a refused connection until then); W&B's files go to a scratch
+    folder. Raises Unreachable when no answer came, InputError when the server said no."""
     entity, project, run_id = parse_run_path(run_path)
     try:
         import wandb
     except ImportError as exc:  # pragma: no cover - wandb is a dependency
         raise InputError("wandb is not installed; pip install wandb, or use --from-csv FILE") from exc
-    from ladder.wandb.env import has_api_key
+    from ladder.wandb.api_session import TEARDOWN_S, scratch_dirs, unreachable
+    from ladder.wandb.env import has_api_key, teardown_bounded
 
     if not has_api_key():
         raise InputError("no W&B API key: run `wandb login` or set WANDB_API_KEY, "
                               "or export the run's history to CSV and pass --from-csv FILE")
-    try:
-        api = wandb.Api(timeout=60)
-        run = api.run(f"{entity}/{project}/{run_id}")
-        if keys:
-            # scan_history(keys=...) keeps only rows holding every key: fetch each key with the step
-            merged: dict[float, dict] = {}
-            wanted = {src for src, _ in keys} | {k for k in TOKEN_KEYS}
-            for src in sorted(wanted):
-                for row in run.scan_history(keys=["_step", src], page_size=1000):
-                    step = _number(row.get("_step"))
-                    if step is not None:
-                        merged.setdefault(step, {"_step": step})[src] = row.get(src)
-            records = [merged[s] for s in sorted(merged)]
-        else:
-            records = list(run.scan_history(page_size=1000))
-    except InputError:
-        raise
-    except Exception as exc:  # network, auth, missing run: one line
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"run {run_path}: W&B API failed ({first[:200]}); check the path and your login, "
-                              "or use --from-csv FILE") from None
+    with scratch_dirs():
+        try:
+            records = _history(wandb.Api(timeout=timeout_s).run(f"{entity}/{project}/{run_id}"), keys)
+        except Exception as exc:  # network, auth, missing run: W&B raises many kinds; one line each
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            if unreachable(exc):
+                server = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+                raise Unreachable(f"run {run_path}: W&B at {server} did not answer within {timeout_s:g}s ({first}); "
+                                  "check the network and WANDB_BASE_URL, or use --from-csv FILE") from None
+            raise InputError(f"run {run_path}: W&B API failed ({first}); check the path and your login, "
+                                  "or use --from-csv FILE") from None
+        finally:
+            teardown_bounded(wandb, TEARDOWN_S)
     return [{k: _number(v) for k, v in r.items() if _number(v) is not None} for r in records]
+
+
+def _history(run, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    if not keys:
+        return list(run.scan_history(page_size=1000))
+    # scan_history(keys=...) keeps only rows holding every key: fetch each key with the step
+    merged: dict[float, dict] = {}
+    for src in sorted({src for src, _ in keys} | set(TOKEN_KEYS)):
+        for row in run.scan_history(keys=["_step", src], page_size=1000):
+            step = _number(row.get("_step"))
+            if step is not None:
+                merged.setdefault(step, {"_step": step})[src] = row.get(src)
+    return [merged[s] for s in sorted(merged)]
 
 
 def normalize(records: list[dict[str, Any]], keys: list[tuple[str, str]], source: str) -> list[dict[str, Any]]:

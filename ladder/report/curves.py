@@ -122,29 +122,30 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
 
 
 def trained_snapshots(hero_dir: str) -> list[dict]:
-    """A hero trained here: each forecast snapshot (forecasts.jsonl) with its error on the evals after it."""
+    """A hero trained here: each forecast snapshot (forecasts.jsonl) scored on the evals after it as a
+    followed hero's is (ladder.analysis.follow_report.score_later: error, inside the band, half-width)."""
+    from ladder.analysis.follow_report import curve_after, score_later
+
     evals = layout.read_jsonl(Path(hero_dir) / layout.EVAL)
     # tokens per step from the hero's own evals: its snapshot files are by step
     per_step = None
     if not evals.empty and {"tokens", "step"} <= set(evals.columns) and float(evals["step"].max()) > 0:
         last = evals.sort_values("step").iloc[-1]
         per_step = float(last["tokens"]) / float(last["step"])
+    points = evals.rename(columns={"eval_loss": "loss"})[["step", "loss"]] if "eval_loss" in evals else pd.DataFrame()
     out = []
     for snap in layout.iter_jsonl(Path(hero_dir) / layout.FORECASTS):
         row = dict(snap)
         path = Path(hero_dir) / layout.FORECAST_DIR / f"{snap['at_step']}.csv"
-        later = evals[evals["step"] > snap["at_step"]] if not evals.empty and "eval_loss" in evals else evals
         curve = pd.read_csv(path) if path.exists() else None
-        if curve is not None and {"lower", "upper"} <= set(curve.columns):
-            from ladder.analysis.follow_report import curve_after
-
-            if "tokens" not in curve and per_step:
-                curve = curve.assign(tokens=curve["step"] * per_step)
-            if "tokens" in curve:
-                row["curve"] = curve_after(curve, snap["at_step"])
-        if curve is not None and not later.empty:
-            pred = np.interp(later["step"], curve["step"], curve["loss"])
-            row["later_points"] = int(len(later))
-            row["later_mean_abs_rel_error"] = float(np.mean(np.abs(pred / later["eval_loss"].to_numpy(float) - 1)))
+        if curve is None or not {"lower", "upper"} <= set(curve.columns):
+            out.append(row)
+            continue
+        if "tokens" not in curve and per_step:
+            curve = curve.assign(tokens=curve["step"] * per_step)
+        if "tokens" in curve:
+            row["curve"] = curve_after(curve, snap["at_step"])
+        if not points.empty:
+            row.update(score_later(curve, points[points["step"] > snap["at_step"]], {}))
         out.append(row)
     return out

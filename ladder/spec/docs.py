@@ -55,8 +55,8 @@ FIELD_DOCS = {
     "ModelSpec.d_model": "width of the residual stream",
     "ModelSpec.n_layers": "transformer blocks",
     "ModelSpec.n_heads": "attention heads (head dim = d_model / n_heads)",
-    "ModelSpec.vocab": ("vocabulary size; the default (256) follows data.tokenizer's size, a smaller one than the "
-                        "tokenizer's is refused"),
+    "ModelSpec.vocab": ("vocabulary size; unset, it follows data.tokenizer's size (256 for bytes); one given "
+                        "smaller than the tokenizer's, even 256, is refused"),
     "ModelSpec.tie_embeddings": "share the input embedding and the output projection",
     "ModelSpec.qk_norm": "RMS-normalise queries and keys before attention",
     "ModelSpec.z_loss": "coefficient of the z-loss on the output logits' log-partition (0: off)",
@@ -116,8 +116,8 @@ FIELD_DOCS = {
                                "dispatch, which drops a window's late tokens' expert outputs (False)"),
     "DomainSpec.name": "the domain's name in eval metrics",
     "DomainSpec.source": "a built-in corpus (builtin:stdlib_py, builtin:pydoc_topics, builtin:kjv, "
-                         "builtin:web_bible), a .txt/.jsonl/.parquet file or folder (gzip or zstd or not), "
-                         "local or s3:// / gs:// through fsspec",
+                         "builtin:web_bible), a .txt/.jsonl/.parquet/.arrow file or folder (gzip or zstd or not; "
+                         "a Hugging Face datasets save_to_disk folder too), local or s3:// / gs:// through fsspec",
     "DomainSpec.weight": "mixture weight (normalised over domains)",
     "FitSpec.bootstrap": "bootstrap resamples for the fit's intervals (0: none)",
     "FitSpec.level": "probability of every interval the ladder reports (the one default, 0.9)",

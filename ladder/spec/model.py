@@ -82,6 +82,19 @@ def deepseek_batch_rule() -> Rule:
     return Rule("power_c", 0.2920, 0.3271)
 
 
+class TokenizerVocab(int):
+    """``ModelSpec.vocab`` left at its default: the tokenizer's size, 256 (``bytes``) until the spec is
+    resolved against ``data.tokenizer`` (ladder.spec.vocab). An int, so that sizes, FLOPs, JSON and step
+    hashes see 256 as before; its own type, so that a vocab a user wrote (even 256) is told from the
+    default and refused when it is smaller than the tokenizer's rather than silently raised."""
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
+FOLLOW_TOKENIZER = TokenizerVocab(256)
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A decoder-only transformer; ``n_experts > 0`` makes every MLP a routed MoE."""
@@ -90,7 +103,7 @@ class ModelSpec:
     n_layers: int
     n_heads: int
     d_ff: int = 0  # dense SwiGLU width; 0 means 4 * d_model * 2/3 rounded to 8 (dense layers only)
-    vocab: int = 256
+    vocab: int = FOLLOW_TOKENIZER  # the tokenizer's size unless set
     tie_embeddings: bool = True
     qk_norm: bool = False
     z_loss: float = 0.0

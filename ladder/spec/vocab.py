@@ -1,24 +1,30 @@
-"""A run's model vocabulary against ``data.tokenizer``: the default (256) follows the tokenizer's size,
-and a vocabulary smaller than the tokenizer's is refused (its embedding could not hold every token)."""
+"""A run's model vocabulary against ``data.tokenizer``: the default (ModelSpec.vocab unset) follows the
+tokenizer's size, and a vocabulary given smaller than the tokenizer's, even 256, is refused (its embedding
+could not hold every token)."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-from .model import ModelSpec, SpecError
+from .model import ModelSpec, SpecError, TokenizerVocab
 from .runs import LadderSpec
-
-DEFAULT_VOCAB = next(f.default for f in dataclasses.fields(ModelSpec) if f.name == "vocab")
 
 
 def tokenizer_problem(name, base_dir: Path | None) -> str | None:
     """What is wrong with a ``data.tokenizer`` value, before anything reads it; None when it looks sound."""
-    from ladder.train.tokenizer import bpe_vocab
+    from ladder.train.tokenizer import DECLARED, bpe_vocab, declared_vocab
 
     if not isinstance(name, str) or not name:
-        return f"data.tokenizer: {name!r} must be 'bytes', 'bpe:<vocab>' or a tokenizer.json path or URL"
+        return (f"data.tokenizer: {name!r} must be 'bytes', 'bpe:<vocab>', a tokenizer.json path or URL, or "
+                "'declared:<vocab>:<name>'")
     if name == "bytes":
+        return None
+    if name.startswith(DECLARED):
+        vocab = declared_vocab(name)
+        if vocab is None or not 2 <= vocab <= 1 << 24:
+            return (f"data.tokenizer: {name!r}: give declared:<vocab>:<name> with vocab in [2, 16777216] and a name, "
+                    "e.g. declared:128256:meta-llama/Meta-Llama-3-8B")
         return None
     if name.startswith("bpe:"):
         vocab = bpe_vocab(name)
@@ -49,11 +55,11 @@ def follow_tokenizer(spec: LadderSpec) -> LadderSpec:
 
     def fix(run, where: str):
         vocab = run.model.vocab
-        if vocab == DEFAULT_VOCAB and vocab != size:
+        if isinstance(vocab, TokenizerVocab):
             return dataclasses.replace(run, model=dataclasses.replace(run.model, vocab=size))
         if isinstance(vocab, int) and vocab < size:
             problems.append(f"{where}.model.vocab: {vocab} is smaller than data.tokenizer's {size} tokens; raise it "
-                            f"to at least {size} or leave it at the default ({DEFAULT_VOCAB}: the tokenizer's size)")
+                            f"to at least {size} or leave it unset (the default follows the tokenizer's size)")
         return run
 
     rungs = tuple(fix(r, f"rungs[{i}]") for i, r in enumerate(spec.rungs))

@@ -5,9 +5,8 @@ name falls below ``heldout_frac`` (independent of the seed, so every rung of a l
 the same text and training never sees it). Each split is one token stream, documents separated by
 the tokenizer's end-of-text token.
 
-Training batches are a pure function of (seed, step): step ``s`` draws each sequence's domain by the
-mixture weights and a uniform window start from ``np.random.default_rng([seed, s])``. The data
-position is therefore the step number; resuming at step s reproduces the batches exactly.
+Training batches are drawn without replacement, a pure function of (seed, step), as from token shards
+(ladder.train.mixture): resuming at step s reproduces the batches exactly.
 
 Built-in sources (no network needed):
 - ``builtin:stdlib_py``: this Python's standard library ``.py`` files (code, ~30 MB), one per document.
@@ -26,19 +25,19 @@ import functools
 import gzip
 import importlib.resources
 import io
-import math
 import os
 import re
 import sqlite3
 import sysconfig
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ladder.spec import DataSpec
+from ladder.train.mixture import SplitDomain, WindowMixture
+from ladder.train.shards import Split
 from ladder.train.tokenizer import ByteTokenizer, get_tokenizer
 
 
@@ -185,80 +184,25 @@ def load_domain(source: str, heldout_frac: float, tokenizer: str = "bytes") -> t
     return np.concatenate(train), np.concatenate(held)
 
 
-@dataclass
-class Domain:
-    name: str
-    weight: float
-    train: np.ndarray
-    heldout: np.ndarray
-
-
-class Mixture:
-    """Seeded, deterministic batches from a weighted mixture of domains, and fixed eval windows."""
+class Mixture(WindowMixture):
+    """The ``bytes`` tokenizer's data: each domain's splits tokenized in memory (a corpus of tens of MB,
+    which a tokenize step and its shards would only copy), sampled as token shards are."""
 
     def __init__(self, data: DataSpec, seq_len: int, seed: int):
-        self.spec = data
-        self.seq_len = seq_len
-        self.seed = int(seed)
         self.tokenizer: ByteTokenizer = get_tokenizer(data.tokenizer)
-        self.domains: list[Domain] = []
+        domains: list[SplitDomain] = []
         for dom in data.domains:
             train, held = load_domain(dom.source, float(data.heldout_frac), data.tokenizer)
             for split, arr in (("train", train), ("held-out", held)):
-                if arr.size < seq_len + 2:
+                if arr.size < seq_len + 1:
                     raise DataError(
                         f"data.domains[{dom.name}]: its {split} split has {arr.size} tokens, fewer than one "
                         f"sequence of {seq_len + 1}; add text or lower seq_len"
                     )
-            self.domains.append(Domain(dom.name, float(dom.weight), train, held))
-        w = np.array([d.weight for d in self.domains], dtype=np.float64)
-        self.weights = w / w.sum()
-
-    def batch(self, step: int, batch_size: int, rows: slice | None = None) -> np.ndarray:
-        """(batch_size, seq_len + 1) int32 tokens for optimizer step ``step`` (0-based); with ``rows``, only
-        those rows of it (a process of a gang loads its own slice of every batch)."""
-        rng = np.random.default_rng([self.seed, int(step)])
-        which = rng.choice(len(self.domains), size=batch_size, p=self.weights)
-        u = rng.random(batch_size)
-        if rows is not None:
-            which, u = which[rows], u[rows]
-        out = np.empty((len(which), self.seq_len + 1), dtype=np.int32)
-        for i, (d, r) in enumerate(zip(which, u, strict=True)):
-            arr = self.domains[d].train
-            start = int(r * (arr.size - self.seq_len - 1))
-            out[i] = arr[start : start + self.seq_len + 1]
-        return out
-
-    def batches(self, start: int, count: int, batch_size: int, rows: slice | None = None) -> np.ndarray:
-        return np.stack([self.batch(start + i, batch_size, rows) for i in range(count)])
-
-    def eval_windows(self, domain: int, eval_tokens: int) -> np.ndarray:
-        """Non-overlapping (n, seq_len + 1) windows of a domain's held-out stream, n = eval_tokens / seq_len.
-
-        ``data.eval_sample`` "spread" spaces them evenly over the whole stream; "head" takes its first
-        n, which is a handful of documents (32 KB of code was 8 of the 71 held-out files), and biased the
-        laws fitted to them (see experiments/tiny.py).
-        """
-        held = self.domains[domain].heldout
-        t = self.seq_len
-        available = (held.size - 1) // t
-        n = max(1, min(math.ceil(eval_tokens / t), available))
-        if self.spec.eval_sample == "head":
-            first = np.arange(n)
-        else:
-            first = np.linspace(0, available - 1, n).astype(np.int64)
-        idx = first[:, None] * t + np.arange(t + 1)[None, :]
-        return held[idx].astype(np.int32)
-
-    def eval_bytes(self, domain: int, eval_tokens: int) -> int:
-        """UTF-8 bytes the eval windows' predicted tokens stand for (bits per byte's denominator)."""
-        return self.tokenizer.n_bytes(self.eval_windows(domain, eval_tokens)[:, 1:])
-
-    def epochs_seen(self, steps: int, batch_size: int) -> dict[str, float]:
-        """Expected passes over each domain's train stream (windows are drawn with replacement here)."""
-        tokens = int(steps) * batch_size * self.seq_len
-        return {d.name: float(w) * tokens / max(d.train.size, 1) for d, w in zip(self.domains, self.weights, strict=True)}
+            domains.append(SplitDomain(dom.name, float(dom.weight), Split([train], None, seq_len),
+                                       Split([held], None, seq_len)))
+        super().__init__(data, seq_len, seed, domains, self.tokenizer.vocab_size)
 
     def train_windows_overlap(self, domain: int, window: np.ndarray) -> bool:
         """True if ``window`` occurs verbatim in the domain's train stream (used by tests)."""
-        return bytes(window.astype(np.uint8).tobytes()) in self.domains[domain].train.tobytes()
+        return bytes(window.astype(np.uint8).tobytes()) in self.domains[domain].train.tokens[0].tobytes()

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ladder.spec import DataSpec
-from ladder.train.data import Mixture
+from ladder.train.mixture import WindowMixture
 from ladder.train.model import Functional, build
 
 # Eval windows go through the model in calls of about this many tokens: a small rung's batch of 3 windows
@@ -35,7 +35,7 @@ def dropless_dispatch() -> str:
     return "dense" if jax.default_backend() == "cpu" else "ragged"
 
 
-def make_run_eval(mixture: Mixture, eval_fn: Callable, batch: int, seq: int, fpt: float,
+def make_run_eval(mixture: WindowMixture, eval_fn: Callable, batch: int, seq: int, fpt: float,
                   devices: int = 1) -> Callable[..., dict]:
     """``run_eval(params, bias, step, eval_tokens)``: the eval row for ``step`` on ``eval_tokens`` a domain,
     with each loss's standard error over its windows (``eval_loss_se/<domain>``, ``eval_loss_se``)."""

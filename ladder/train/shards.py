@@ -146,10 +146,11 @@ def local_copy(fs, url: str, meta: dict, label: str) -> str:
 
 
 class Split:
-    """One split of a tokenized source, its shards memory-mapped; windows of ``seq + 1`` tokens step by
-    ``seq`` inside each shard (a window never spans two shards)."""
+    """One split of a tokenized source, its shards memory-mapped (or the ``bytes`` tokenizer's stream in
+    memory); windows of ``seq + 1`` tokens step by ``seq`` inside each shard (a window never spans two
+    shards). ``nbytes`` None: every token is one byte (the ``bytes`` tokenizer)."""
 
-    def __init__(self, tokens: list[np.ndarray], nbytes: list[np.ndarray], seq: int):
+    def __init__(self, tokens: list[np.ndarray], nbytes: list[np.ndarray] | None, seq: int):
         self.tokens, self.nbytes, self.seq = tokens, nbytes, int(seq)
         counts = np.array([max(0, (t.size - 1) // self.seq) for t in tokens], dtype=np.int64)
         self.first = np.concatenate([[0], np.cumsum(counts)])
@@ -173,7 +174,10 @@ class Split:
 
     def target_bytes(self, idx: np.ndarray) -> int:
         """UTF-8 bytes the predicted tokens (each window's last ``seq``) stand for."""
-        shard, start = self._locate(np.asarray(idx, dtype=np.int64))
+        idx = np.asarray(idx, dtype=np.int64)
+        if self.nbytes is None:
+            return int(idx.size) * self.seq
+        shard, start = self._locate(idx)
         span = np.arange(1, self.seq + 1)
         return sum(int(self.nbytes[s][start[shard == s, None] + span].sum(dtype=np.int64)) for s in np.unique(shard))
 

@@ -1,8 +1,11 @@
 """Documents of file sources through fsspec: local paths and s3:// / gs:// URLs, single files or folders,
 plain or compressed (``.gz``, ``.zst``: fsspec infers the codec from the name).
 
-A ``.jsonl`` file's documents are each line's ``text`` field, a ``.parquet`` file's its ``text`` column,
-any other file is text split into ~8 KB documents at line ends. Names are relative to the source, so a
+A ``.jsonl`` file's documents are each line's ``text`` field, a ``.parquet`` or ``.arrow`` file's its
+``text`` column, any other file is text split into ~8 KB documents at line ends. A Hugging Face
+``datasets`` folder (``Dataset.save_to_disk``: Arrow stream files beside ``state.json`` and
+``dataset_info.json``; a ``DatasetDict`` adds ``dataset_dict.json`` and a folder per split) reads as
+its Arrow files, through pyarrow: neither the ``datasets`` library nor the network is needed. Names are relative to the source, so a
 document's held-out membership (a CRC of its name) is the same wherever the corpus lives.
 """
 
@@ -14,6 +17,8 @@ import json
 from collections.abc import Iterator
 
 _COMPRESSED = (".gz", ".zst", ".bz2", ".xz")
+# What Dataset.save_to_disk / DatasetDict.save_to_disk write beside the Arrow files.
+DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
 
 
 class SourceError(ValueError):
@@ -55,6 +60,8 @@ def list_files(source: str) -> tuple[object, list[tuple[str, str]]]:
             base = root.rstrip("/") + "/"
             files = [(p, p[len(base):] if p.startswith(base) else p) for p in found]
             files = [(p, rel) for p, rel in files if not rel.rsplit("/", 1)[-1].startswith(".")]
+            if any(rel.endswith(".arrow") for _, rel in files):  # a datasets folder: its JSON is metadata
+                files = [(p, rel) for p, rel in files if rel.rsplit("/", 1)[-1] not in DATASETS_METADATA]
             return fs, files
         if fs.isfile(root):
             return fs, [(root, root.rsplit("/", 1)[-1])]
@@ -95,13 +102,10 @@ def file_documents(fs, path: str, name: str, label: str) -> Iterator[tuple[str, 
     """(name, text) documents of one file; ``label`` names it in errors."""
     suffix, codec = _kind(name)
     base = name.rsplit("/", 1)[-1]
-    if suffix == "parquet":
-        import pyarrow.parquet as pq
-
-        with fs.open(path, "rb") as f:
-            table = pq.read_table(f)
+    if suffix in ("parquet", "arrow"):
+        table = _read_table(fs, path, suffix, label)
         if "text" not in table.column_names:
-            raise SourceError(f"{label}: parquet file has no 'text' column (columns: {table.column_names}); "
+            raise SourceError(f"{label}: {suffix} file has no 'text' column (columns: {table.column_names}); "
                               "name the text column 'text'")
         for i, text in enumerate(table.column("text").to_pylist()):
             if isinstance(text, str):
@@ -123,6 +127,23 @@ def file_documents(fs, path: str, name: str, label: str) -> Iterator[tuple[str, 
                 yield f"{base}:{i}", text
             return
         yield from split_text(base, f.read())
+
+
+def _read_table(fs, path: str, suffix: str, label: str):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as f:
+        if suffix == "parquet":
+            return pq.read_table(f)
+        data = f.read()
+    # datasets writes the Arrow IPC stream format; an Arrow IPC file (Feather v2) is read too
+    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
+        try:
+            return opener(pa.BufferReader(data)).read_all()
+        except pa.ArrowInvalid:
+            continue
+    raise SourceError(f"{label}: not an Arrow stream or file; give the folder Dataset.save_to_disk wrote")
 
 
 def documents(source: str) -> Iterator[tuple[str, str]]:

@@ -3,7 +3,10 @@
 ``data.tokenizer`` is one of:
 - ``bytes``: raw UTF-8 bytes, nothing to train or download;
 - ``bpe:<vocab>``: a byte-level BPE the ladder trains on its training split (ladder.dag.bpe), one per ladder;
-- a ``tokenizer.json`` path or fsspec URL (the Hugging Face ``tokenizers`` format), its content hashed.
+- a ``tokenizer.json`` path or fsspec URL (the Hugging Face ``tokenizers`` format), its content hashed;
+- ``declared:<vocab>:<name>``: a tokenizer this machine does not hold, named with its vocabulary, for a
+  ladder that is only planned, imported and forecast here (e.g. Marin's 128,256-token Llama 3 tokenizer);
+  nothing is downloaded, and training refuses it in one line.
 Every tokenizer but ``bytes`` trains from token shards (ladder.dag.tokenize).
 """
 
@@ -62,8 +65,26 @@ def bpe_vocab(name: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+DECLARED = "declared:"
+
+
+def declared_vocab(name: str) -> int | None:
+    """The vocabulary of a ``declared:<vocab>:<name>`` tokenizer; None for any other name or a malformed one."""
+    if not isinstance(name, str) or not name.startswith(DECLARED):
+        return None
+    vocab, _, label = name[len(DECLARED):].partition(":")
+    return int(vocab) if vocab.isdigit() and label.strip() else None
+
+
+def declared_refusal(name: str, what: str) -> str:
+    """The one line that refuses to train ``what`` on a declared tokenizer."""
+    return (f"data.tokenizer: {name} is only declared (a name and its vocabulary, no tokenizer.json here), so "
+            f"{what} cannot train; import the results (ladder import-results) or give its tokenizer.json "
+            "(--set data.tokenizer=PATH/tokenizer.json)")
+
+
 def is_file(name: str) -> bool:
-    return isinstance(name, str) and name != "bytes" and not name.startswith("bpe:")
+    return isinstance(name, str) and name != "bytes" and not name.startswith(("bpe:", DECLARED))
 
 
 def get_tokenizer(name: str, trained: str | None = None):
@@ -72,6 +93,8 @@ def get_tokenizer(name: str, trained: str | None = None):
         return ByteTokenizer()
     from ladder.train.hf_tokenizer import HFTokenizer
 
+    if name.startswith(DECLARED):
+        raise ValueError(declared_refusal(name, "a run"))
     if name.startswith("bpe:"):
         if trained is None:
             raise ValueError(f"data.tokenizer: {name} is trained by the ladder's tokenizer step; run the ladder")
@@ -83,7 +106,7 @@ def tokenizer_size(name: str) -> int:
     """The vocabulary a model needs for this tokenizer (reads a tokenizer.json)."""
     if name == "bytes":
         return ByteTokenizer.vocab_size
-    vocab = bpe_vocab(name)
+    vocab = bpe_vocab(name) or declared_vocab(name)
     if vocab is not None:
         return vocab
     return get_tokenizer(name).vocab_size

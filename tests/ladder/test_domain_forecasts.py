@@ -54,6 +54,32 @@ def test_marin_domains_in_the_report(tmp_path):
         bt = d["backtest"]
         assert bt["predict"] == "d2048" and bt["fit_on"] == ["d768", "d1024", "d1536"]
         assert 0 < bt["mean_abs_rel_error"] < 0.05 and 0 <= bt["band_coverage"] <= 1 and bt["band_points"] == 16
+    # the band is the larger of the domain's own calibration and every domain's: never narrower than its own
+    # (whose coverage fits.nested_coverage measures the same way), and as wide as the pooled one
+    from fits.matched_progress_choice import CANDIDATES, calibration_backtests, nested_coverage, sigma_extrapolation
+    from ladder.analysis.curve_laws import POINTS_CSV, axes
+    from ladder.analysis.domain_forecasts import BAND_RULE
+
+    fit_dir = next((root / "marin_moe_535b").glob("fit-*"))
+    progress = layout.read_json(fit_dir / layout.FIT)["progress"]
+    points = pd.read_csv(fit_dir / POINTS_CSV)
+    cals = {}
+    for name in picked:
+        g = dom[dom["domain"] == name].rename(columns={"rung": "run", "loss": "domain_loss"})[["run", "step", "domain_loss"]]
+        pts = points.merge(g, on=["run", "step"]).assign(loss=lambda f: f["domain_loss"]).drop(columns="domain_loss")
+        axis = next(a for a in axes(pts, progress["hero_totals"]) if a.name == progress["chosen"]["axis"])
+        cals[name] = calibration_backtests(axis.points, CANDIDATES[progress["chosen"]["candidate"]])
+    for name, d in rows.items():
+        assert d["band_rule"] == BAND_RULE
+        own = next(c for c in nested_coverage(cals[name], 0.9, nested=False) if c["predict"] == "d2048"
+                   and c["fit_on"] == ["d768", "d1024", "d1536"])
+        assert d["backtest"]["band_coverage"] >= own["coverage"]
+        bt = next(b for b in cals[name] if b["predict"] == "d2048" and b["fit_on"] == ["d768", "d1024", "d1536"])
+        blind = [b for c in cals.values() for b in c if "d2048" not in set(b["fit_on"]) | {b["predict"]}]
+        pooled = sigma_extrapolation(blind, bt["decades"], np.asarray(bt["frac"]))
+        half = np.log(np.asarray(bt["actual"]) / np.asarray(bt["predicted"]))
+        inside_pooled = float(np.mean(np.abs(half) <= 1.6448536269514722 * pooled))
+        assert d["backtest"]["band_coverage"] >= inside_pooled
     # code is harder to forecast than prose here, as the backtests say: programming languages sit lowest
     assert rows["dolma_100_programing_languages-llama3"]["predicted_final"] < rows["c4_en-llama3"]["predicted_final"]
     text = run_cli("report", MARIN, "--root", str(root)).stdout

@@ -87,15 +87,19 @@ def test_535b_fed_in_5pct_steps_gives_the_forecast_history(prior_root, tmp_path)
         assert set(curve[0]) == {"tokens", "loss", "lower", "upper"}
         assert curve[0]["tokens"] >= s["at_step"] * BATCH_TOKENS - 1 and curve[-1]["tokens"] == pytest.approx(HERO_STEPS * BATCH_TOKENS)
         assert all(c["lower"] <= c["loss"] <= c["upper"] for c in curve)
-        # no band narrower than the rungs' measured snapshot error at its horizon
-        from ladder.analysis.follow_bands import profile_sigma
+        # no band narrower than the rungs' measured snapshot error at its horizon, scaled to the hero's distance
+        # past the largest rung (the rungs-only band bounds that part from above)
+        from ladder.analysis.follow_bands import rungs_sigma
 
         frac = np.array([c["tokens"] for c in curve]) / (HERO_STEPS * BATCH_TOKENS)
         at = s["at_step"] / HERO_STEPS
         sigma = np.log(np.array([c["upper"] / c["loss"] for c in curve])) / z
         ahead = frac > at + 1e-9
-        need = profile_sigma(horizon, np.log(frac[ahead] / at))
-        assert np.all(sigma[ahead] >= need - 1e-9)
+        prior_curve = pd.DataFrame(hero["curve"])
+        prior_sigma = np.log(np.interp(np.array([c["tokens"] for c in curve]), prior_curve["tokens"], prior_curve["upper"])
+                             / np.interp(np.array([c["tokens"] for c in curve]), prior_curve["tokens"], prior_curve["loss"])) / z
+        need = np.minimum(rungs_sigma(horizon, np.log(frac[ahead] / at), horizon["hero_decades"]), prior_sigma[ahead])
+        assert horizon["decade_power"] > 0 and np.all(sigma[ahead] >= need - 1e-6)
         if s.get("later_points"):
             # every later visible point inside (measured: all of them); Marin's curve scored on the same points
             assert s["later_inside_band"] >= 0.9
@@ -354,3 +358,41 @@ def test_from_jsonl_url_and_retry_when_it_is_unreachable(prior_root, tmp_path):
     tries = [line for line in proc.stdout.splitlines() if line.startswith("poll failed")]
     assert len(tries) >= 1 and all("retrying in" in line for line in tries)
     assert not follow_dir(other).exists()
+
+
+def test_wandb_without_a_network_one_line_or_retried_then_a_restart_carries_on(prior_root, tmp_path):
+    """The real wandb library against a W&B address that refuses connections (WANDB_BASE_URL at a local port bound
+    but never listening, held so nothing else takes it): the first poll gives up after --timeout with one line that
+    states it, exit 2, nothing written; with --retry each failed poll is one line and nothing is written. A follow
+    that has polled before retries without being asked, leaves its state as it was, and a restart carries on."""
+    import socket
+
+    root = fresh_root(prior_root, tmp_path)
+    rows = hero_rows()
+    rows = rows[rows["step"] > 0]
+    hero = "ent/proj/hero-a,hero-b"
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        env = {"WANDB_API_KEY": "x" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{held.getsockname()[1]}"}
+        wandb_follow = ("follow", MARIN, "--hero", hero, "--timeout", "2s", "--root", str(root))
+        proc = run_cli(*wandb_follow, env=env)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "ent/proj/hero-a" in proc.stderr and "did not answer within 2s" in proc.stderr and "--retry" in proc.stderr
+        assert not follow_dir(root).exists()
+        proc = run_cli(*wandb_follow, "--retry", "--every", "1s", "--until", "4s", env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        tries = [line for line in proc.stdout.splitlines() if line.startswith("poll failed")]
+        assert tries and all("did not answer within 2s" in t and "retrying in" in t for t in tries), proc.stdout
+        assert not follow_dir(root).exists()
+        feed = tmp_path / "hero.csv"
+        write_rows(feed, rows[rows["frac"] <= 0.10], header=True)
+        assert run_cli("follow", MARIN, "--from-csv", str(feed), "--root", str(root), "--max-polls", "1").returncode == 0
+        before = {p.name: p.read_bytes() for p in follow_dir(root).rglob("*") if p.is_file()}
+        proc = run_cli(*wandb_follow, "--every", "1s", "--until", "4s", env=env)  # no --retry: it has polled before
+        assert proc.returncode == 0 and proc.stdout.startswith("poll failed"), proc.stdout + proc.stderr
+        assert {p.name: p.read_bytes() for p in follow_dir(root).rglob("*") if p.is_file()} == before
+    write_rows(feed, rows[(rows["frac"] > 0.10) & (rows["frac"] <= 0.20)], header=False)
+    assert run_cli("follow", MARIN, "--from-csv", str(feed), "--root", str(root), "--max-polls", "1").returncode == 0
+    state = _state(root)
+    assert state["polls"] == 2 and state["last_step"] == int(rows[rows["frac"] <= 0.20]["step"].max())
+    assert [s["at_step"] for s in state["snapshots"]] == [int(rows[rows["frac"] <= g]["step"].max()) for g in (0.10, 0.20)]

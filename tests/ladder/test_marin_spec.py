@@ -73,3 +73,39 @@ def test_a_small_model_of_marin_s_shape_builds_as_counted_and_learns():
         params, state, loss = step(params, state)
         losses.append(float(loss))
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0] - 0.05
+
+
+def test_the_declared_tokenizer_plans_and_refuses_to_train(tmp_path):
+    """Marin's tokenizer is declared (Llama 3's 128,256 tokens), not held: the model's vocab is its size,
+    `ladder plan` reads nothing, and `ladder submit` with rungs left to train is one line, exit 2, nothing
+    written (importing and forecasting: tests/ladder/test_import_results.py)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    spec = load_spec(MARIN)
+    assert spec.data.tokenizer.startswith("declared:128256:")
+    assert {r.model.vocab for r in spec.all_runs()} == {128_256}
+    shrunk = load_spec(MARIN, ["data.tokenizer=declared:1000:a smaller one"])  # a set vocab is the model's
+    assert {r.model.vocab for r in shrunk.all_runs()} == {128_256}
+    with pytest.raises(SpecError, match=r"declared:<vocab>:<name>"):
+        load_spec(MARIN, ["data.tokenizer=declared:lots:llama"])
+    with pytest.raises(SpecError, match=r"rungs\[0\]\.model\.vocab: 128256 is smaller than data.tokenizer's 200000"):
+        load_spec(MARIN, ["data.tokenizer=declared:200000:a larger one"])
+
+    ladder = str(Path(sys.executable).parent / "ladder")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "RAY_AUTH_MODE": "disabled"}
+    root = tmp_path / "root"
+    plan = subprocess.run([ladder, "plan", str(MARIN), "--root", str(root), "--json"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert plan.returncode == 0, plan.stderr[-1500:]
+    steps = [s["step"] for s in json.loads(plan.stdout)["steps"]]
+    assert steps == ["d768", "d1024", "d1536", "d2048", "fit", "predict", "gate", "report"]  # nothing to tokenize
+    proc = subprocess.run([ladder, "submit", str(MARIN), "--root", str(root)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "data.tokenizer: declared:128256:" in err and "d768, d1024, d1536, d2048 cannot train" in err
+    assert not root.exists()

@@ -91,6 +91,9 @@ def test_bad_tokenizer_and_corpus_input_is_one_line_exit_2(tmp_path):
              "data.tokenizer", "does not exist")
     _refused(run_cli("submit", SPEC, "--root", str(root), "--set", "rungs[0].model.vocab=300"), root,
              "rungs[0].model.vocab: 300 is smaller than data.tokenizer's 1024 tokens")
+    # 256 is also the default's value: given explicitly it is refused, not raised to the tokenizer's size
+    _refused(run_cli("submit", SPEC, "--root", str(root), "--set", "rungs[1].model.vocab=256"), root,
+             "rungs[1].model.vocab: 256 is smaller than data.tokenizer's 1024 tokens")
     no_text = tmp_path / "corpus.jsonl"
     no_text.write_text(json.dumps({"body": "a document under another key"}) + "\n")
     _refused(run_cli("submit", SPEC, "--root", str(root), "--set", f"data.domains[0].source={no_text}"), root,

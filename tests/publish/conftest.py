@@ -4,7 +4,6 @@ a headless chromium (killed at teardown) and the folder the browser tests write 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,12 @@ FIXTURES = HERE / "data"
 
 
 @pytest.fixture(scope="session")
-def screenshot_dir() -> Path:
-    """Screenshots of the browser tests: $LADDER_SCREENSHOTS, else <tmp>/scaling-ladder-tests/publish/screenshots."""
-    base = os.environ.get("LADDER_SCREENSHOTS") or os.path.join(tempfile.gettempdir(), "scaling-ladder-tests",
-                                                               "publish", "screenshots")
-    path = Path(base)
+def screenshot_dir(isolated_dir) -> Path:
+    """Screenshots of the browser tests: $LADDER_SCREENSHOTS, else the run's own temporary folder (one
+    per test run and shared by its workers: a fixed folder let one run, or one worker, delete the
+    screenshot another had just taken)."""
+    path = Path(os.environ.get("LADDER_SCREENSHOTS") or os.path.join(isolated_dir, "screenshots"))
     path.mkdir(parents=True, exist_ok=True)
-    for old in path.glob("*.png"):
-        old.unlink()
     return path
 
 

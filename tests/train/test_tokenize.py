@@ -174,6 +174,14 @@ def test_evals_read_the_heldout_windows_and_their_bytes(corpus):
     manifest = json.loads(Path(corpus["shards"], "manifest.json").read_text())
     # all windows' targets cover the held-out bytes but for each shard's tail past its last window
     assert 0.8 * manifest["totals"]["heldout"]["bytes"] < mix.eval_bytes(0, 10**9) <= manifest["totals"]["heldout"]["bytes"]
+    # exactly: the targets' bytes plus each shard's first token and tail are the held-out text's UTF-8 bytes,
+    # counted here from the documents themselves (bits per byte's denominator, independently of the manifest)
+    texts = [t for n, t in documents(corpus["src"]) if t and is_heldout(n, HELDOUT)]
+    uncovered = 0
+    for tokens, nbytes in zip(held.tokens, held.nbytes, strict=True):
+        last = (tokens.size - 1) // 32 * 32  # the last target of the shard's last whole window
+        uncovered += int(nbytes[0]) + int(nbytes[last + 1:].sum())
+    assert mix.eval_bytes(0, 10**9) + uncovered == sum(len(t.encode("utf-8")) for t in texts)
 
 
 def test_resumed_rung_sees_the_same_batches_bit_for_bit(corpus, tmp_path, rung_factory):
