@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 from ladder.train import shard_check
-from ladder.train.digest import sha256_file
+from ladder.train.sha256 import sha256_file
 
 
 def _quiet_orbax() -> None:

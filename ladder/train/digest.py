@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 
 from ladder.train import data as data_lib
+from ladder.train.sha256 import sha256_file
 
 _lock = threading.Lock()
 _memo: dict[str, list] = {}
@@ -63,12 +64,6 @@ def _save() -> None:
         os.replace(tmp, path)
     except OSError as exc:  # a read-only home: digests are recomputed next time, nothing is wrong
         print(f"[ladder] could not write the digest cache {path} ({exc.strerror or exc})", file=sys.stderr, flush=True)
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """sha256 of a file's bytes, read in blocks (the corpus digests, token shards and checkpoint sums)."""
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def file_digest(path: Path) -> str:
