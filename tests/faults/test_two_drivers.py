@@ -13,10 +13,12 @@ and a third submit runs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import threading
 import time
 
 import pytest
@@ -45,8 +47,38 @@ RAY_START_S = 300.0  # ladder's own bound on retrying a local Ray start (LADDER_
 # half-way on the faster machine, which leaves room for one about 1.8 times as fast again; the
 # assertions below say so if one finishes first.
 R1_STEPS = 30_000
+# From B's start to A's kill, rung_1's worker is held to a fifth of its speed: how long B's Ray takes to
+# start is the machine's business, and a loaded run once let rung_1 finish inside it (a run beside two
+# busy processes). Its heartbeat thread still runs within every second, far inside the lease.
+RUN_S, STOP_S = 0.2, 0.8
 OVERRIDES = ["--set", f"rungs[0].tokens={256 * R1_STEPS}", "--set", "rungs[0].checkpoint_every=1500",
              "--set", "rungs[0].eval_every=5000"]
+
+
+@contextlib.contextmanager
+def throttled(pid: int):
+    """The process runs RUN_S of every RUN_S + STOP_S seconds (SIGSTOP / SIGCONT), all its threads alike."""
+    done = threading.Event()
+
+    def cycle() -> None:
+        while not done.is_set():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                done.wait(STOP_S)
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return  # the run ended (or was killed): nothing left to slow
+            done.wait(RUN_S)
+
+    thread = threading.Thread(target=cycle, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, procs):
@@ -67,33 +99,35 @@ def test_two_submits_pause_and_kill_the_first_nothing_lost(tmp_path, ray_tmp, pr
     a_owner = read_status(r1)["owner"]
     assert f":{a.pid}:" in a_owner
 
-    b = start_cli(*args, log=tmp_path / "b.log", RAY_TMPDIR=ray_tmp(), **env)
-    b_id = f":{b.pid}:"
-    # B starts its own Ray for the rungs A leaves to it (A runs one step at a time) and claims them;
-    # from then on B polls rung_1, waiting for A's result.
-    # B has only its Ray to start before it claims: a bound of several of A's whole first phase, and a
-    # Ray start B has to retry (LADDER_RAY_START_S) on a loaded machine on top.
-    wait_for(lambda: b_id in (read_status(step_dirs(root).get("rung_2", tmp_path)).get("owner") or ""),
-             "B to claim rung_2", proc=b, log=tmp_path / "b.log", bound=measured(a_started, 4) + RAY_START_S)
-    assert len(leases(r1)) == 1 and read_status(r1).get("owner") == a_owner
+    r1_pid = json.loads((r1 / "step.json").read_text())["pid"]
+    with throttled(r1_pid):
+        b = start_cli(*args, log=tmp_path / "b.log", RAY_TMPDIR=ray_tmp(), **env)
+        b_id = f":{b.pid}:"
+        # B starts its own Ray for the rungs A leaves to it (A runs one step at a time) and claims them;
+        # from then on B polls rung_1, waiting for A's result.
+        # B has only its Ray to start before it claims: a bound of several of A's whole first phase, and a
+        # Ray start B has to retry (LADDER_RAY_START_S) on a loaded machine on top.
+        wait_for(lambda: b_id in (read_status(step_dirs(root).get("rung_2", tmp_path)).get("owner") or ""),
+                 "B to claim rung_2", proc=b, log=tmp_path / "b.log", bound=measured(a_started, 4) + RAY_START_S)
+        assert len(leases(r1)) == 1 and read_status(r1).get("owner") == a_owner
 
-    os.kill(a.pid, signal.SIGSTOP)  # A's driver (and its heartbeat thread) stops; its Ray tasks go on
-    t0, paused_running = time.time(), 0
-    try:
-        while time.time() - t0 < 2.5 * LEASE:
-            st = read_status(r1)
-            assert len(leases(r1)) == 1 and st.get("owner") == a_owner, \
-                f"B took over rung_1 from the paused but live A: {leases(r1)} {st}"
-            paused_running += st.get("status") == "RUNNING"
-            time.sleep(0.25)
-    finally:
-        os.kill(a.pid, signal.SIGCONT)
-    assert paused_running * 0.25 > LEASE + 2, "rung_1 finished too soon to test the pause"
+        os.kill(a.pid, signal.SIGSTOP)  # A's driver (and its heartbeat thread) stops; its Ray tasks go on
+        t0, paused_running = time.time(), 0
+        try:
+            while time.time() - t0 < 2.5 * LEASE:
+                st = read_status(r1)
+                assert len(leases(r1)) == 1 and st.get("owner") == a_owner, \
+                    f"B took over rung_1 from the paused but live A: {leases(r1)} {st}"
+                paused_running += st.get("status") == "RUNNING"
+                time.sleep(0.25)
+        finally:
+            os.kill(a.pid, signal.SIGCONT)
+        assert paused_running * 0.25 > LEASE + 2, "rung_1 finished too soon to test the pause"
 
-    # Kill A (driver and its local Ray) while rung_1 is still mid-run.
-    assert read_status(r1).get("status") == "RUNNING", "rung_1 finished before A could be killed"
-    ckpt_at_kill = max(checkpoint_steps(r1))
-    kill_group(a)
+        # Kill A (driver and its local Ray) while rung_1 is still mid-run.
+        assert read_status(r1).get("status") == "RUNNING", "rung_1 finished before A could be killed"
+        ckpt_at_kill = max(checkpoint_steps(r1))
+        kill_group(a)
     succeeded = {n: read_status(d)["run_id"] for n, d in step_dirs(root).items()
                  if read_status(d).get("status") == "SUCCESS"}
 
