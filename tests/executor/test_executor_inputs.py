@@ -5,8 +5,9 @@ Defects these pin (issue 19): a local data source was hashed by its path only, s
 file skipped every rung and reused results trained on the old text; ``builtin:stdlib_py`` was
 whatever standard library the running Python had; package versions were not hashed; the hero's
 dependency on predict was order-only, so a changed fit config left the hero (and its forecasts
-against the old prediction) in place. Ladders run by the last release keep their directories
-while nothing they depend on changed.
+against the old prediction) in place. Ladders run by a release before inputs were hashed keep their
+directories while nothing they depend on changed (the last such release's rungs drew batches with
+replacement, so they no longer match today's).
 """
 
 from __future__ import annotations
@@ -100,14 +101,28 @@ def test_the_heros_hash_covers_the_prediction_but_a_rung_rerun_does_not_retrain_
     assert "hero" not in expand_force(steps, ["rung_2"])
 
 
+def _legacy_shorts(steps) -> dict[str, str]:
+    """Each step's directory as a release before inputs were hashed named it: its hash without inputs,
+    over its data dependencies only (the steps come in dependency order)."""
+    from ladder.executor.hashing import HASH_LEN, canonical, legacy_hash
+    from ladder.executor.step import step_kind
+
+    old: dict[str, str] = {}
+    for s in steps:
+        old[s.name] = legacy_hash(step_kind(s), canonical(dict(s.config)), {d.step: old[d.step] for d in s.data_deps})
+    return {name: h[:HASH_LEN] for name, h in old.items()}
+
+
 def test_a_ladder_of_the_last_release_keeps_its_directories_until_an_input_changes(tmp_path):
     root = tmp_path / "runs"
-    # The last release evaluated on the head of each held-out stream; the default now spreads the windows,
-    # a different computation, so every step moves, and only eval_sample="head" finds the old directories
-    # (with eval_dropless=False: its evals of a mixture of experts used the training's capacity dispatch).
+    # The last release evaluated on the head of each held-out stream and drew batches with replacement;
+    # the default now spreads the windows and every ladder samples without replacement: different
+    # computations, so every step moves.
     spread = Executor(str(root), "smoke").graph(stages.build_steps(smoke(root=str(root))))
     assert all(spread[n].short != h for n, h in LAST_RELEASE.items())
-    # Likewise the gate: the last release blocked on the threshold alone (gate.backtest_rule="threshold").
+    # eval_sample="head" (with eval_dropless=False: its evals of a mixture of experts used the training's
+    # capacity dispatch) and the gate's threshold rule found its directories again until sampling changed;
+    # now no option brings back its batches, so its finished rungs are not taken for today's.
     spec = smoke(root=str(root), data=dataclasses.replace(load_spec(SMOKE).data, eval_sample="head", eval_dropless=False),
                  gate=dataclasses.replace(load_spec(SMOKE).gate, backtest_rule="threshold"))
     for name, h in LAST_RELEASE.items():  # what the last release left: finished step directories
@@ -116,19 +131,28 @@ def test_a_ladder_of_the_last_release_keeps_its_directories_until_an_input_chang
         (d / ".status").write_text(json.dumps({"status": "SUCCESS", "run_id": f"old-{name}", "heartbeat": 1.0}))
     ex = Executor(str(root), "smoke")
     steps = stages.build_steps(spec)
+    assert all(node.short != LAST_RELEASE[n] for n, node in ex.graph(steps).items())
+    assert {e.name: e.action for e in ex.plan(steps)}["rung_1"] == "run"
+
+    # Directories a release before inputs were hashed would have named for today's steps are kept.
+    legacy = _legacy_shorts(steps)
+    for name, h in legacy.items():
+        d = root / "smoke" / f"{name}-{h}"
+        d.mkdir(parents=True)
+        (d / ".status").write_text(json.dumps({"status": "SUCCESS", "run_id": f"old-{name}", "heartbeat": 1.0}))
     nodes = ex.graph(steps)
-    assert {n: node.short for n, node in nodes.items()} == LAST_RELEASE
+    assert {n: node.short for n, node in nodes.items()} == legacy
     assert {e.action for e in ex.plan(steps)} == {"skip"}
     record_inputs(ex.store, nodes)  # what a submit does first: from now on, a change is seen
-    recorded = json.loads((root / "smoke" / f"rung_1-{LAST_RELEASE['rung_1']}" / INPUTS_FILE).read_text())
+    recorded = json.loads((root / "smoke" / f"rung_1-{legacy['rung_1']}" / INPUTS_FILE).read_text())
     assert recorded == nodes["rung_1"].config["inputs"]
 
     # Another jax computed them: the rungs, and everything downstream of them, move to new directories.
     for name in ("rung_1", "rung_2", "rung_3", "rung_4", "hero"):
-        p = root / "smoke" / f"{name}-{LAST_RELEASE[name]}" / INPUTS_FILE
+        p = root / "smoke" / f"{name}-{legacy[name]}" / INPUTS_FILE
         p.write_text(json.dumps({**recorded, "packages": {**recorded["packages"], "jax": "0.0.1"}}))
     moved = {n: node.short for n, node in ex.graph(steps).items()}
-    assert all(moved[n] != LAST_RELEASE[n] for n in LAST_RELEASE)
+    assert all(moved[n] != legacy[n] for n in legacy)
     plan = {e.name: e for e in ex.plan(steps)}
     assert plan["rung_1"].action == "run" and plan["hero"].action == "run"
 
