@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from patience import HANG_S
 
 from ladder.spec import SpecError, load_spec, validate
 
@@ -98,12 +99,12 @@ def test_the_declared_tokenizer_plans_and_refuses_to_train(tmp_path):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "RAY_AUTH_MODE": "disabled"}
     root = tmp_path / "root"
     plan = subprocess.run([ladder, "plan", str(MARIN), "--root", str(root), "--json"], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=env, timeout=HANG_S)
     assert plan.returncode == 0, plan.stderr[-1500:]
     steps = [s["step"] for s in json.loads(plan.stdout)["steps"]]
     assert steps == ["d768", "d1024", "d1536", "d2048", "fit", "predict", "gate", "report"]  # nothing to tokenize
     proc = subprocess.run([ladder, "submit", str(MARIN), "--root", str(root)], capture_output=True, text=True, env=env,
-                          timeout=300)
+                          timeout=HANG_S)
     assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from patience import HANG_S
 
 from ladder.spec import ModelSpec, Resources, RungSpec
 from ladder.train import peaks
@@ -63,7 +64,7 @@ def test_fsdp_splits_the_state_and_microbatches_the_activations():
 
 def _cli(*args):
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    return subprocess.run([LADDER, *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, env=env, timeout=HANG_S)
 
 
 def test_plan_shows_a_two_host_rung_as_a_gang_and_the_dry_run_checks_its_batch(tmp_path):

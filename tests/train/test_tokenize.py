@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from patience import HANG_S
 
 from ladder.dag.tokenize import tokenize
 from ladder.spec import DataSpec, DomainSpec
@@ -97,7 +98,7 @@ t.tokenize(json.loads(sys.argv[1]), sys.argv[2])
 def test_killed_tokenize_resumes_shard_by_shard(corpus, tmp_path):
     out = tmp_path / "shards"
     proc = subprocess.run([sys.executable, "-c", KILLER, json.dumps(corpus["config"]), str(out)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert not (out / "manifest.json").exists() and not (out / "00002.json").exists()
     kept = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("0000[01].*")}
