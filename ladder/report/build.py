@@ -15,7 +15,7 @@ import pandas as pd
 
 from ladder.analysis import tail_loss
 from ladder.outputs import layout
-from ladder.report.html import render_html
+from ladder.report.html import centre_text, render_html
 from ladder.report.png import write_pngs
 
 COMPARISON_COLUMNS = ["step", "tokens", "actual", "actual_raw", "predicted", "lower", "upper", "rel_error", "inside",
@@ -280,7 +280,9 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
                 later += f", {fmt(snap['later_inside_band'], '.0%')} inside"
             if snap.get("later_marin_mean_abs_rel_error") is not None:
                 later += f" (Marin's curve on the same points {fmt(snap['later_marin_mean_abs_rel_error'], '.2%')})"
-        lines.append(f"  snapshot at {at}: final {fmt(snap['predicted_final'])} [{fmt(snap['lower'])}, {fmt(snap['upper'])}]{later}")
+        centre = f"; centre {centre_text(snap)}" if snap.get("centre_rule") else ""
+        band = f"[{fmt(snap['lower'])}, {fmt(snap['upper'])}]"
+        lines.append(f"  snapshot at {at}: final {fmt(snap['predicted_final'])} {band}{later}{centre}")
     for d in rep.get("domains") or []:
         bt = d["backtest"]
         cov = f", band held {fmt(bt.get('band_coverage'), '.0%')} of {bt.get('band_points')}" if bt.get("band_coverage") is not None else ""

@@ -300,6 +300,18 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
             f"<main id='main'>{''.join(parts)}</main><div id='diag' hidden></div><script>{script}</script></body></html>")
 
 
+def centre_text(snapshot: dict) -> str:
+    """Which centre a live snapshot took and the rung backtest errors at its horizon that chose it
+    (ladder.analysis.follow_forecast.choose_centre), e.g. "shape (law 1.20%, shape 0.45%)"; "" before the rule existed."""
+    rule = snapshot.get("centre_rule")
+    if not rule:
+        return ""
+    errs = snapshot.get("centre_errors") or {}
+    if not errs:
+        return str(rule)
+    return f"{rule} (" + ", ".join(f"{name} {float(err):.2%}" for name, err in sorted(errs.items())) + ")"
+
+
 def _history_sections(hero: dict, has_marin: bool) -> list[str]:
     """The forecast history (each snapshot's final, band and error on the points after it), the alerts and
     the declared changes."""
@@ -312,7 +324,9 @@ def _history_sections(hero: dict, has_marin: bool) -> list[str]:
                 ("later_mean_band_half_width", "band half-width", ".2%")]
         if has_marin:
             cols.append(("later_marin_mean_abs_rel_error", "Marin's |error| on them", ".2%"))
-        out.append(_section(f"Forecast history ({len(snaps)} snapshots)", _table(snaps, cols), "forecast-history"))
+        cols.append(("centre", "centre (rung backtest error at its horizon)", ""))
+        rows = [{**s, "centre": centre_text(s)} for s in snaps]
+        out.append(_section(f"Forecast history ({len(snaps)} snapshots)", _table(rows, cols), "forecast-history"))
     changes = hero.get("changes") or []
     if changes:
         out.append(_section(f"Declared changes ({len(changes)})", _table(changes, [

@@ -42,7 +42,8 @@ def test_followed_hero_in_chromium(tmp_path, browser, screenshot_dir):
     assert proc.returncode == 0 and "ALERT band_exit" in proc.stdout, proc.stdout + proc.stderr
     later.iloc[1:].to_csv(feed, mode="a", header=False, index=False)
     assert run_cli("follow", MARIN, "--from-csv", str(feed), "--root", str(root), "--max-polls", "1").returncode == 0
-    assert run_cli("report", MARIN, "--root", str(root)).returncode == 0
+    report = run_cli("report", MARIN, "--root", str(root))
+    assert report.returncode == 0 and "; centre " in report.stdout, report.stdout  # each snapshot's centre rule
 
     async def facts(b, sid, events):
         return await b._evaluate(sid, events, """(() => {
@@ -50,6 +51,7 @@ def test_followed_hero_in_chromium(tmp_path, browser, screenshot_dir):
             return {names: hero.data.map((t) => t.name), shapes: (hero.layout.shapes || []).length,
                     notes: (hero.layout.annotations || []).map((a) => a.text),
                     history: fc.data.map((t) => t.name), snapshots: document.getElementById('c-snapshots').data.length,
+                    centres: (fc.data[0].text || []).filter((t) => t.startsWith('centre: ')).length,
                     text: document.getElementById('main').innerText}; })()""")
 
     with DashboardServer(root, port=0, cache_s=0.1) as s:
@@ -59,8 +61,11 @@ def test_followed_hero_in_chromium(tmp_path, browser, screenshot_dir):
     extra = out["extra"]
     assert "alert: left the band" in extra["names"] and "change: data mix" in extra["notes"]
     assert extra["shapes"] >= 1 and "forecast of final loss" in extra["history"] and extra["snapshots"] >= 3
+    # which centre each snapshot took is on the page (hover of each forecast, the latest in the summary)
+    assert extra["centres"] >= 3 and "centre: " in extra["text"]
     html = next((root / "marin_moe_535b").glob("report-*/report.html"))
     page = browser.check_page(html.as_uri(), "report", screenshot_dir / "13_report_535b_followed.png")
     assert page["errors"] == [], page["errors"]
     text = html.read_text()
     assert "Forecast history (3 snapshots)" in text and "Alerts (1)" in text and "Declared changes (1)" in text
+    assert "centre (rung backtest error at its horizon)" in text

@@ -422,7 +422,7 @@ RENDER.hero = function (d) {
       ? "trained elsewhere: " + esc(Object.keys(comps).filter((n) => n !== "hero").join(", ")) + " imported" : "not started"}</span></div>
     <div><b>predicted final loss</b><span>${fmt(pr.predicted_final_loss)} [${fmt(pr.lower)}, ${fmt(pr.upper)}]</span></div>
     ${last !== null ? `<div><b>latest train loss</b><span>${fmt(last)} at step ${fmt(act.step ? act.step[act.step.length - 1] : null)}</span></div>` : ""}
-    ${fc.length ? `<div><b>latest forecast</b><span>${fmt(fc[fc.length - 1].predicted_final)} (at step ${fmt(fc[fc.length - 1].at_step)})</span></div>` : ""}
+    ${fc.length ? `<div><b>latest forecast</b><span>${fmt(fc[fc.length - 1].predicted_final)} (at step ${fmt(fc[fc.length - 1].at_step)}${fc[fc.length - 1].centre_rule ? ", centre: " + esc(fc[fc.length - 1].centre_rule) : ""})</span></div>` : ""}
     <div><b>points outside the band</b><span class="${exits.length ? "warn" : ""}">${exits.length}${fs.points ? ` of ${fs.points} eval points (from step ${fmt(fs.first_step)})` : ""}</span></div>
     ${pr.law ? `<div><b>law</b><span>${esc(pr.law)}</span></div>` : ""}
   </div>`;
@@ -501,7 +501,8 @@ RENDER.hero = function (d) {
     const fx = fc.map((f) => f.at_step);
     const ftr = [{ x: fx, y: fc.map((f) => f.predicted_final), mode: "lines+markers", name: "forecast of final loss",
       error_y: { type: "data", symmetric: false, array: fc.map((f) => (f.upper ?? f.predicted_final) - f.predicted_final),
-        arrayminus: fc.map((f) => f.predicted_final - (f.lower ?? f.predicted_final)) }, line: { color: "#1f77b4" } }];
+        arrayminus: fc.map((f) => f.predicted_final - (f.lower ?? f.predicted_final)) }, line: { color: "#1f77b4" },
+      text: fc.map((f) => (f.centre_rule ? "centre: " + f.centre_rule : "")) }];
     if (typeof pr.predicted_final_loss === "number") ftr.push({ x: [fx[0], fx[fx.length - 1]], y: [pr.predicted_final_loss, pr.predicted_final_loss],
       mode: "lines", name: "prediction before the hero", line: { color: "#d62728", dash: "dash" } });
     const moved = alertsOf.filter((e) => e.kind !== "band_exit" && typeof e.step === "number");
