@@ -55,6 +55,11 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
         callbacks = run_callbacks(rung, config, str(out.local), dep_dirs, _wandb_callbacks(config, ctx))
         result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row),
                        should_stop=lambda: ctx.stop_requested, shard_dirs=shards)
+    return _outcome(rung, result)
+
+
+def _outcome(rung: RungSpec, result: dict) -> dict:
+    """A training step's result, or the exception that records how it ended otherwise."""
     if result.get("status") == "INTERRUPTED":
         from ladder.executor import Interrupted
 
@@ -78,21 +83,23 @@ def run_callbacks(rung: RungSpec, config: dict, out_dir: str, dep_dirs: dict[str
 
 def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
     """A run over several JAX processes: one step, one result, its gang on Ray (ladder.train.gang). The
-    gang's first process, which writes the run's outputs, carries the callbacks a one-process run has."""
+    gang's first process, which writes the run's outputs, carries the callbacks a one-process run has; its
+    progress reaches the step's progress.json and a driver's stop request reaches every process, both
+    polled at the step's heartbeat (when a stop request can arrive)."""
     from functools import partial
 
-    from ladder.train.gang import train_gang
+    from ladder.train.gang import Watch, train_gang
 
     # A gang trains into a local (or shared-filesystem) root, so its dep folders are paths as they are.
     deps = {k: v for k, v in ctx.dep_dirs.items() if not k.startswith(TOKENIZE_PREFIX)}
     if config.get("role") == "hero":
         _one_prior(Path(ctx.out_dir), deps.get("predict"))
     callbacks = partial(run_callbacks, rung, config, str(ctx.out_dir), deps, _wandb_callbacks(config, ctx))
+    watch = Watch(every=ctx.heartbeat_s, on_progress=lambda row: ctx.progress(**row),
+                  should_stop=lambda: ctx.stop_requested)
     result = train_gang(rung, data_from_dict(config["data"]), ctx.out_dir, callbacks=callbacks,
-                        shard_dirs=shard_dirs(ctx.dep_dirs))
-    if result.get("status") != "SUCCESS":
-        raise RuntimeError(f"{rung.name} {result.get('status', 'FAILED')}: {result.get('message', 'see result.json')}")
-    return result
+                        shard_dirs=shard_dirs(ctx.dep_dirs), watch=watch)
+    return _outcome(rung, result)
 
 
 PRIOR = "forecast_prior.json"

@@ -102,6 +102,11 @@ class StepContext:
         return bool(self._beat is not None and self._beat.stop_requested)
 
     @property
+    def heartbeat_s(self) -> float:
+        """Seconds between the task's heartbeats: how often ``stop_requested`` and ``lost`` can change."""
+        return self._beat.interval if self._beat is not None else DEFAULT_HEARTBEAT
+
+    @property
     def fs(self):
         """The fsspec filesystem of the store (for steps that write through fsspec)."""
         return self.store.fs

@@ -17,17 +17,73 @@ A member that dies (its process killed, its node lost) fails its actor call: the
 whole (every actor killed, the placement group removed) and started again, up to ``max_retries`` times;
 the new gang resumes from the newest checkpoint like any resumed run. An error raised by the training
 itself (bad input, divergence) is not retried: the gang is torn down and the error raised.
+
+The caller follows a gang through two files in ``<out>/gang`` (a :class:`Watch`, polled every ``every``
+seconds while it waits on the members; both files are removed at each start of the gang). Progress: the
+first process writes its latest progress row (step, loss, tokens/s, ETA) to ``progress.json``, at most once
+per ``every`` seconds and always at its last step; the caller forwards each new row (the executor's step:
+``ctx.progress``, the live view's and ``ladder status``'s row). Stop: once ``should_stop()`` (a stopping
+driver), the caller writes ``STOP``, which every member's ``should_stop`` reads; the trainer ors the stop
+flags of all processes with a collective at each of its checks (``ladder.train.sigterm.any_process``), so
+every member checkpoints at the same step and the gang returns ``{"status": "INTERRUPTED", "steps": s}``
+from its first process; running it again resumes from that checkpoint. A member that dies while its gang
+is stopping is not restarted (the step's driver is going away): the error is raised.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from ladder.outputs.layout import write_json_atomic
 from ladder.spec import RungSpec, to_dict
 
 GANG_DIR = "gang"
+PROGRESS = "progress.json"
+STOP = "STOP"
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the caller of a gang follows while it trains, polled every ``every`` seconds: ``on_progress(row)``
+    gets each new progress row of the first process; ``should_stop()`` true asks the gang to checkpoint and
+    return INTERRUPTED."""
+
+    every: float
+    on_progress: Callable[[dict], None] | None = None
+    should_stop: Callable[[], bool] | None = None
+
+
+def progress_writer(path: Path, every: float) -> Callable[[dict], None]:
+    """The first process's ``progress``: the latest row into ``path``, at most once per ``every`` seconds
+    (the caller reads it no more often) and always at the run's last step."""
+    last = [float("-inf")]
+
+    def write(row: dict) -> None:
+        now = time.monotonic()
+        if now - last[0] < every and row["step"] < row["total_steps"]:
+            return
+        last[0] = now
+        write_json_atomic(path, row)
+
+    return write
+
+
+def _poll(folder: Path, watch: Watch, last: dict | None) -> dict | None:
+    """Forward the first process's progress row when it is new; pass a stop request on to the members.
+    Returns the last row forwarded."""
+    path = folder / PROGRESS
+    row = json.loads(path.read_text()) if path.exists() else None  # written atomically: whole or absent
+    if row is not None and row != last and watch.on_progress is not None:
+        watch.on_progress(row)
+        last = row
+    if watch.should_stop is not None and watch.should_stop() and not (folder / STOP).exists():
+        (folder / STOP).touch()
+    return last
 
 
 def member_env(rung: RungSpec) -> dict[str, str]:
@@ -61,7 +117,7 @@ class Member:
 
     def train(self, coordinator: str, processes: int, index: int, rung: dict, data: dict, out_dir: str,
               max_steps: int | None = None, callbacks: Callable[[], Sequence] | None = None,
-              shard_dirs: dict[str, str] | None = None) -> dict:
+              shard_dirs: dict[str, str] | None = None, progress_every: float | None = None) -> dict:
         import jax
 
         if os.environ.get("JAX_PLATFORMS", "") == "cpu":
@@ -75,17 +131,20 @@ class Member:
         # Made here, at each start of the gang, so a restarted gang's callbacks read what the last one
         # wrote (the forecasts already made), as a resumed one-process run's do.
         made = callbacks() if callbacks is not None and index == 0 else ()
+        folder = out / GANG_DIR
+        progress = progress_writer(folder / PROGRESS, progress_every) if progress_every and index == 0 else None
         return train(rung, data, mine, checkpoint_dir=out / "checkpoints", max_steps=max_steps, callbacks=made,
-                     shard_dirs=shard_dirs)
+                     shard_dirs=shard_dirs, progress=progress, should_stop=(folder / STOP).exists)
 
 
 def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
                on_start: Callable[[list], None] | None = None, callbacks: Callable[[], Sequence] | None = None,
-               shard_dirs: dict[str, str] | None = None) -> dict:
+               shard_dirs: dict[str, str] | None = None, watch: Watch | None = None) -> dict:
     """Train ``rung`` as a gang of ``rung.resources.processes`` JAX processes on the connected Ray cluster;
     result.json's dict (the first process's). ``on_start(actors)`` is called with each gang started.
     ``callbacks()`` (picklable) makes the trainer callbacks of the first process, the one whose outputs are
-    the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus."""
+    the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus;
+    ``watch``: the progress and stop request the caller follows (module docstring)."""
     import ray
 
     if not ray.is_initialized():  # `ladder train` of a gang: the cluster of RAY_ADDRESS, else a local one
@@ -104,9 +163,15 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
         bundle["GPU"] = float(res.gpus) / n
     rung_d, data_d = to_dict(rung), to_dict(data)
     out = str(Path(out_dir).absolute())
+    folder = Path(out) / GANG_DIR
+    every = watch.every if watch is not None else None
     member_cls = ray.remote(Member)
     attempts = int(res.max_retries) + 1
     for attempt in range(attempts):
+        # A stop or a row left by an earlier gang is not this one's.
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in (STOP, PROGRESS):
+            (folder / name).unlink(missing_ok=True)
         pg = placement_group([dict(bundle) for _ in range(n)], strategy="PACK")
         ray.get(pg.ready())
         actors = [member_cls.options(
@@ -119,13 +184,19 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
             if on_start is not None:
                 on_start(actors)
             calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps, callbacks if i == 0 else None,
-                                    shard_dirs) for i, a in enumerate(actors)]
-            pending = list(calls)
+                                    shard_dirs, every) for i, a in enumerate(actors)]
+            pending, last = list(calls), None
             while pending:  # the first member to fail ends the gang: the others would wait in a collective
-                done, pending = ray.wait(pending, num_returns=1)
-                ray.get(done[0])
+                done, pending = ray.wait(pending, num_returns=1, timeout=every)
+                for d in done:
+                    ray.get(d)
+                if watch is not None:
+                    last = _poll(folder, watch, last)
             return ray.get(calls[0])
         except (ActorDiedError, ActorUnavailableError, RayActorError) as exc:
+            if watch is not None and watch.should_stop is not None and watch.should_stop():
+                raise RuntimeError(f"{rung.name}: a member of its gang died ({type(exc).__name__}) while the "
+                                   "gang was stopping: not restarted") from exc
             if attempt + 1 >= attempts:
                 raise RuntimeError(f"{rung.name}: a member of its gang of {n} processes died {attempts} times; "
                                    f"the last: {type(exc).__name__}") from exc

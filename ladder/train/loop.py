@@ -14,7 +14,8 @@ FSDP-sharded); on one device the jitted functions are plain ``jax.jit`` as they 
 At a boundary step s, in order: eval (if due), WSD cooldown branches starting at s, checkpoint (if
 due). SIGTERM sets a flag checked after every chunk: the loop checkpoints, then re-raises SIGTERM
 with the previous handler. ``should_stop`` (a stopping ladder driver's request) is checked at the
-same points: the loop checkpoints and returns ``{"status": "INTERRUPTED"}``. A non-finite loss ends
+same points: the loop checkpoints and returns ``{"status": "INTERRUPTED"}``. In a gang both are ored
+over its processes at each check, so every process stops at the same step. A non-finite loss ends
 the run FAILED (result.json says where and why); ``train`` returns that result, or raises
 :class:`Diverged` when ``raise_on_divergence=True``. Outputs written for another config (or seed)
 are refused with :class:`TrainConfigMismatch`, naming the fields that differ.
@@ -46,7 +47,7 @@ from ladder.train.model import build
 from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
 from ladder.train.parallel import plan
 from ladder.train.peaks import run_peak_flops
-from ladder.train.sigterm import Sigterm
+from ladder.train.sigterm import Sigterm, any_process
 from ladder.train.stream import open_mixture
 
 
@@ -204,8 +205,8 @@ def train(
         sigterm = Sigterm()
         sigterm.install()
 
-        def stopping() -> bool:
-            return sigterm.flag or (should_stop is not None and bool(should_stop()))
+        def stopping() -> bool:  # a gang's processes agree: all of them stop at one step, or none does
+            return any_process(sigterm.flag or (should_stop is not None and bool(should_stop())))
 
         state = {
             "last_finite": metrics_w.rows_kept[-1] if metrics_w.rows_kept else None,

@@ -1,6 +1,7 @@
 """SIGTERM during training: the handler only sets a flag; the loop checkpoints at its next chunk
 boundary, then restores the previous handler and raises the signal again (so the process still ends
-the way its sender asked)."""
+the way its sender asked). In a gang of processes the loop's stop flags are ored over every process
+(:func:`any_process`), so all of them checkpoint at the same step."""
 
 from __future__ import annotations
 
@@ -33,3 +34,20 @@ class Sigterm:
         if self.installed:
             signal.signal(signal.SIGTERM, self.prev if self.prev is not None else signal.SIG_DFL)
             self.installed = False
+
+
+def any_process(flag: bool) -> bool:
+    """``flag`` ored over every JAX process of the run; in one process, ``flag`` itself and no collective.
+
+    A gang's processes checkpoint together (orbax and the loop's barriers are collectives) and each runs
+    the next chunk's collectives only if it goes on: a process that stopped while another went on would
+    leave that one waiting forever. Every process calls this at the same points of the loop (its chunk
+    and boundary steps are the same everywhere), so the gather always finds all of them."""
+    import jax
+
+    if jax.process_count() == 1:
+        return flag
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return bool(np.asarray(multihost_utils.process_allgather(np.int32(flag))).any())

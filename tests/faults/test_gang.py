@@ -1,7 +1,10 @@
 """The smoke ladder's hero as a gang of two JAX processes of one CPU device each, on two local Ray nodes
 (CPU collectives through gloo), against the same hero in one process over two host devices; then a member
 SIGKILLed mid-run: the whole gang restarts from its newest checkpoint and trains the same losses on, its
-first process carrying the hero's callbacks (live forecast snapshots, W&B offline) as a one-process hero's."""
+first process carrying the hero's callbacks (live forecast snapshots, W&B offline) as a one-process hero's;
+then a stop requested mid-run: every member checkpoints at one step, the gang returns INTERRUPTED and a rerun
+resumes to the same losses, the first process's progress rows reaching the caller all along; last, the
+executor's gang step: its progress.json, a driver's stop request (Interrupted) and the run again."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from patience import HANG_S, wait_for
 from wandb_history import read_wandb_history
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,6 +29,9 @@ STEPS = 100  # past the hero's first checkpoint and well into the next stretch
 # how XLA splits the gradient's all-reduce (gloo between processes, in-process between host devices).
 # Measured: identical losses here (max relative difference 0); the bound leaves room for other CPUs.
 RTOL = 1e-4
+# How often a test's caller of train_gang polls its gang: the fault tests' driver heartbeat (test_driver_stop),
+# the interval at which the executor's gang step polls when its driver beats that often.
+POLL_S = 0.5
 
 
 def _losses(out: Path) -> dict[int, float]:
@@ -170,6 +177,87 @@ def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes
     assert {s for s in evals if FIRST_CHECKPOINT < s <= STEPS} <= logged <= set(evals), (logged, sorted(evals))
 
 
+def _within_hang_guard(fn):
+    """``fn()`` (a gang's run), failing the test when it has not returned within the hang guard: members that
+    disagree on the step they stop at wait forever in a collective."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the test's thread below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HANG_S)
+    assert not thread.is_alive(), f"the gang has not returned after {HANG_S:.0f} s (the hang guard)"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@pytest.mark.slow
+def test_a_stop_request_checkpoints_every_member_at_one_step_and_a_rerun_resumes_to_the_same_losses(
+        two_nodes, one_process, tmp_path):
+    from ladder.dag.stages import placed
+    from ladder.dag.train_steps import run_data
+    from ladder.train.gang import Watch, train_gang
+
+    spec = _hero(tmp_path)
+    rung, data = placed(spec).rung("hero"), run_data(spec, "hero")
+    out = tmp_path / "smoke" / "hero"
+    rows: list[dict] = []
+    stop = threading.Event()
+
+    def stop_at_the_first_row(row: dict) -> None:
+        rows.append(row)
+        stop.set()
+
+    # The first row comes after the first chunk (steps 1-46); the stop reaches the members while they
+    # evaluate and checkpoint at 46 and train on, so they stop at the next chunk's end (64, a step no
+    # periodic checkpoint is due at) or, on a slow poll, at the one after.
+    watch = Watch(every=POLL_S, on_progress=stop_at_the_first_row, should_stop=stop.is_set)
+    result = _within_hang_guard(lambda: train_gang(rung, data, out, max_steps=STEPS, watch=watch))
+    at = result.get("steps")
+    assert result["status"] == "INTERRUPTED" and FIRST_CHECKPOINT < at < STEPS, result
+    assert (out / "checkpoints" / str(at) / "ladder_manifest.json").exists()  # the stop's, every shard written
+    # Both members trained to that step and no further (each logs every 10th step).
+    assert max(_losses(out)) == max(_losses(out / "gang" / "process-1")) == at - at % 10, (at, max(_losses(out)))
+    assert not (out / "result.json").exists()
+
+    stopped_rows = list(rows)
+    rows.clear()
+    result = _within_hang_guard(lambda: train_gang(rung, data, out, max_steps=STEPS,
+                                                   watch=Watch(every=POLL_S, on_progress=rows.append)))
+    assert result["status"] == "SUCCESS" and result["steps"] == STEPS, result
+    losses = _losses(out)
+    _same(losses, one_process)
+    # The first process's progress reached the caller: its logged steps in order, each with that step's
+    # loss, the first before the stop, the last the run's last (always written).
+    got = stopped_rows + rows
+    steps = [r["step"] for r in got]
+    assert steps == sorted(set(steps)) and steps[0] <= at < steps[-1] == STEPS, steps
+    assert all(r["loss"] == losses[r["step"]] and r["total_steps"] == STEPS and r["tokens_per_s"] > 0
+               for r in got), got
+    assert all(r["step"] <= at for r in stopped_rows) and all(r["step"] > at for r in rows), (stopped_rows, rows)
+
+
+def _ask_to_stop(root: Path) -> None:
+    """What a stopping driver does (ladder.executor.stop): the running step's stop file for its run."""
+    from ladder.executor.context import STOP_PREFIX
+
+    def running():
+        for status in root.glob("smoke/hero-*/.status"):
+            got = json.loads(status.read_text())  # written whole (a rename)
+            if got.get("status") == "RUNNING":
+                return status.parent, got["run_id"]
+        return None
+
+    folder, run_id = wait_for(running, "the gang's step to run")
+    (folder / f"{STOP_PREFIX}{run_id}").write_text("stop\n")
+
+
 @pytest.mark.slow
 def test_the_executor_runs_a_gang_as_one_step_with_one_result(two_nodes, tmp_path):
     import ray
@@ -183,11 +271,31 @@ def test_the_executor_runs_a_gang_as_one_step_with_one_result(two_nodes, tmp_pat
     hero = placed(spec).rung("hero")
     step = training_step(spec, hero, "rung")
     assert task_resources(hero)["cpus"] == 0  # the gang's placement group holds the CPUs, not the step
-    summary = Executor(str(tmp_path), spec.name, address=two_nodes.address).run([step])
+    # The step polls its gang at its heartbeat: the fault tests' driver heartbeat, as POLL_S.
+    executor = Executor(str(tmp_path), spec.name, address=two_nodes.address, heartbeat=POLL_S)
+    # Stopped as soon as it runs (its gang not yet started): every member stops at its first check, a
+    # checkpoint before the run's end, and the step ends as an interrupted one does.
+    asking = threading.Thread(target=_ask_to_stop, args=(tmp_path,), daemon=True)
+    asking.start()
+    summary = executor.run([step])
+    asking.join(HANG_S)
+    assert summary.statuses == {"hero": "FAILED"}, summary.statuses
+    [folder] = list(tmp_path.glob("smoke/hero-*"))
+    status = json.loads((folder / ".status").read_text())
+    assert status["error"].startswith("interrupted: the driver stopped (hero checkpointed at step "), status
+    stopped = int(status["error"].rsplit(" ", 1)[1].rstrip(")"))
+    assert 0 < stopped < 24 and (folder / "checkpoints" / str(stopped) / "ladder_manifest.json").exists(), stopped
+    assert not (folder / "result.json").exists()
+
+    summary = executor.run([step])  # the same command again: resumed from the stop's checkpoint
     assert summary.statuses == {"hero": "SUCCESS"}, summary.statuses
-    [result] = list(tmp_path.glob("smoke/hero-*/result.json"))
-    got = json.loads(result.read_text())
+    got = json.loads((folder / "result.json").read_text())
     assert got["processes"] == 2 and got["devices"] == 2 and got["steps"] == 24, got
+    logged = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert logged == [10, 20, 24], logged  # no logged step lost or repeated by the stop and the rerun
+    # the gang's first process's progress reached the step's own progress.json, to its last step
+    progress = json.loads((folder / "progress.json").read_text())
+    assert progress["step"] == progress["total_steps"] == 24 and progress["loss"] == _losses(folder)[24], progress
     # the step gave its gang's first process the W&B callback a one-process step has (offline here)
     rows = [r for f in tmp_path.glob("smoke/wandb/wandb/offline-run-*/run-*.wandb") for r in read_wandb_history(f)]
     assert max((r["_step"] for r in rows if "train/loss" in r), default=None) == 24, rows[-3:]
