@@ -7,6 +7,12 @@ its size, with the regression's prediction interval (Student's t at n - 2 degree
 leverage of a point that far out) widened by the rungs' own per-step scatter within the tenth (a
 single step of the hero scatters that much about its median). Tested by predicting the largest rung
 from the smaller ones (backtest()), scored on its every logged step.
+
+Sides. The MoE drop rate and the expert load's max/mean are bounded below (0 and 1) and lower is
+healthier: a larger run that drops fewer tokens or balances better than its rungs is no excursion (on
+fresh draws of the smoke rungs every step outside their two-sided envelope was below it). Their
+envelope is an upper bound at the level (one-sided Student's t quantile), its lower edge the metric's
+floor; the grad norm and the router-bias norm keep both sides (a collapse is news too).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from scipy.stats import t as student_t
 from ladder.outputs import layout
 
 METRICS = ("grad_norm", "drop_rate", "expert_load_max_over_mean", "router_bias_norm")
+# upper-only envelopes and the floor that is their lower edge (the metric's smallest possible value)
+UPPER_ONLY = {"drop_rate": 0.0, "expert_load_max_over_mean": 1.0}
 BINS = np.linspace(0.0, 1.0, 11)
 
 
@@ -77,10 +85,12 @@ def envelope(rungs: list[tuple[str, float, pd.DataFrame]], size: float, metric: 
         x0 = math.log(size)
         lev = 1.0 / len(x) + (x0 - x.mean()) ** 2 / float(((x - x.mean()) ** 2).sum())
         sigma = math.sqrt(s2 * (1 + lev) + float(np.mean(within)))
-        q = float(student_t(dof).ppf(0.5 + level / 2)) if dof > 0 else float("inf")
+        one_sided = metric in UPPER_ONLY
+        q = float(student_t(dof).ppf(level if one_sided else 0.5 + level / 2)) if dof > 0 else float("inf")
         centre = a + b * x0
+        lower = UPPER_ONLY[metric] if one_sided else math.exp(centre - q * sigma)
         rows.append({"frac_lo": float(lo), "frac_hi": float(hi), "centre": math.exp(centre),
-                     "lower": math.exp(centre - q * sigma), "upper": math.exp(centre + q * sigma), "rungs": len(x)})
+                     "lower": lower, "upper": math.exp(centre + q * sigma), "rungs": len(x)})
     return pd.DataFrame(rows)
 
 
@@ -128,8 +138,8 @@ def add_dynamics(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
         return
     level = float(config.get("level") or 0.9)
     out: dict = {"rule": "per tenth of the run: the rungs' median log value regressed on log active params, "
-                         "t prediction interval (+) per-step scatter", "level": level,
-                 "backtests": backtest(rungs, level), "hero": [], "spikes": []}
+                         "t prediction interval (+) per-step scatter; drop rate and load max/mean: upper bound only",
+                 "level": level, "backtests": backtest(rungs, level), "hero": [], "spikes": [], "charts": []}
     hero_dir = dep_dirs.get(config.get("hero") or "")
     result = layout.read_json(Path(hero_dir) / layout.RESULT, None) if hero_dir else None
     if result and result.get("params_active") and result.get("total_steps"):
@@ -137,6 +147,8 @@ def add_dynamics(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
         for metric in METRICS:
             env = envelope(rungs, float(result["params_active"]), metric, level)
             scored = inside(frame, env, metric) if not env.empty and metric in frame else pd.DataFrame()
+            if not env.empty:
+                out["charts"].append(_chart(metric, rungs, env, frame))
             if scored.empty:
                 continue
             outside = scored[~scored["inside"]]
@@ -144,3 +156,19 @@ def add_dynamics(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
                                 "first_outside_step": int(outside["step"].iloc[0]) if not outside.empty else None})
         out["spikes"] = [e for e in layout.iter_jsonl(Path(hero_dir) / layout.EVENTS) if e.get("event") == "spike"]
     report["dynamics"] = out
+
+
+def _series(frame: pd.DataFrame, metric: str) -> dict:
+    rows = frame[frame[metric] > 0] if metric in frame else frame.iloc[:0]
+    return {"step": [int(v) for v in rows["step"]], "frac": [float(v) for v in rows["frac"]],
+            "value": [float(v) for v in rows[metric]]}
+
+
+def _chart(metric: str, rungs: list[tuple[str, float, pd.DataFrame]], env: pd.DataFrame, hero: pd.DataFrame) -> dict:
+    """What the report draws for one metric: each rung's trajectory by fraction of its run, the hero's
+    envelope per tenth and the hero's own steps over it."""
+    return {"metric": metric, "upper_only": metric in UPPER_ONLY,
+            "envelope": env[["frac_lo", "frac_hi", "centre", "lower", "upper"]].to_dict("records"),
+            "rungs": [{"name": name, **_series(f, metric)} for name, _, f in sorted(rungs, key=lambda r: r[1])],
+            "hero": _series(hero, metric)}
+
