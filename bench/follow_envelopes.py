@@ -47,7 +47,7 @@ def main() -> None:
     seeds = [int(s) for s in os.environ.get("BENCH_ENVELOPE_SEEDS", "0,1,2,3").split(",") if s.strip()]
     given = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_ENVELOPE_ROOTS", "").split(",") if "=" in kv)
     print(f"smoke rungs, largest from the 3 smaller, {LEVEL:.0%} envelope; draws: ladder seeds {seeds}")
-    print("seed | metric | steps scored | inside | mean log half-width")
+    print("seed | metric | steps scored | inside | below | above | mean log half-width")
     pooled: dict[str, list[tuple[int, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-envelopes-") as tmp:
         for seed in seeds:
@@ -57,7 +57,8 @@ def main() -> None:
                 _train(root, seed)
             for r in draw(root, seed):
                 pooled.setdefault(r["metric"], []).append((r["points"], r["inside"]))
-                print(f"{seed} | {r['metric']} | {r['points']} | {r['inside']:.0%} | {r['mean_log_half_width']:.3f}")
+                print(f"{seed} | {r['metric']} | {r['points']} | {r['inside']:.0%} | {r['below']:.0%} | {r['above']:.0%} | "
+                      f"{r['mean_log_half_width']:.3f}")
     print("\nmetric | draws | inside per draw (min-max) | inside pooled over steps")
     for metric, rows in pooled.items():
         n = np.array([p for p, _ in rows], float)

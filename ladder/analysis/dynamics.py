@@ -126,6 +126,8 @@ def backtest(rungs: list[tuple[str, float, pd.DataFrame]], level: float) -> list
             continue
         out.append({"metric": metric, "predict": target[0], "fit_on": [r[0] for r in others], "level": level,
                     "points": int(len(scored)), "inside": float(scored["inside"].mean()),
+                    "below": float((scored["value"] < scored["lower"]).mean()),
+                    "above": float((scored["value"] > scored["upper"]).mean()),
                     "mean_log_half_width": float(np.mean(np.log(scored["upper"] / scored["lower"]) / 2))})
     return out
 
