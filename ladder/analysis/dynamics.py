@@ -95,7 +95,7 @@ def envelope(rungs: list[tuple[str, float, pd.DataFrame]], size: float, metric: 
 
 
 def inside(frame: pd.DataFrame, env: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Each logged step of `frame` against the envelope: frac, value, lower, upper, inside (steps in a covered tenth)."""
+    """Each logged step of `frame` against the envelope: frac, value, lower, centre, upper, inside (steps in a covered tenth)."""
     rows = []
     for r in frame.itertuples():
         v = getattr(r, metric, None) if metric in frame else None
@@ -106,7 +106,7 @@ def inside(frame: pd.DataFrame, env: pd.DataFrame, metric: str) -> pd.DataFrame:
             continue
         e = hit.iloc[0]
         rows.append({"step": int(r.step), "frac": float(r.frac), "value": float(v), "lower": float(e["lower"]),
-                     "upper": float(e["upper"]), "inside": bool(e["lower"] <= v <= e["upper"])})
+                     "centre": float(e["centre"]), "upper": float(e["upper"]), "inside": bool(e["lower"] <= v <= e["upper"])})
     return pd.DataFrame(rows)
 
 
@@ -128,7 +128,8 @@ def backtest(rungs: list[tuple[str, float, pd.DataFrame]], level: float) -> list
                     "points": int(len(scored)), "inside": float(scored["inside"].mean()),
                     "below": float((scored["value"] < scored["lower"]).mean()),
                     "above": float((scored["value"] > scored["upper"]).mean()),
-                    "mean_log_half_width": float(np.mean(np.log(scored["upper"] / scored["lower"]) / 2))})
+                    # an upper bound's width is its margin above the centre (its lower edge is the floor)
+                    "mean_log_half_width": float(np.mean(np.log(scored["upper"] / scored["centre"])))})
     return out
 
 
