@@ -16,7 +16,7 @@ import pandas as pd
 
 from ladder.analysis.dynamics import METRICS, UPPER_ONLY, envelope, inside, metric_frame
 from ladder.outputs import layout, readers
-from ladder.outputs.files import JsonlTable, num
+from ladder.outputs.files import JsonlTable, finite, num
 from ladder.outputs.root import _stat
 
 
@@ -62,7 +62,9 @@ class HeroEnvelopes:
             if len(miss) > views.max_points:  # the chart's markers, thinned like its series
                 miss = miss.iloc[np.linspace(0, len(miss) - 1, views.max_points).round().astype(int)]
             out[metric] = {"upper_only": metric in UPPER_ONLY,
-                           "envelope": env[["frac_lo", "frac_hi", "centre", "lower", "upper"]].to_dict("records"),
+                           # the API writes strict JSON: a non-finite edge would fail the whole page
+                           "envelope": [{k: finite(float(v)) for k, v in row.items()} for row in
+                                        env[["frac_lo", "frac_hi", "centre", "lower", "upper"]].to_dict("records")],
                            "points": int(len(scored)), "inside": float(scored["inside"].mean()) if len(scored) else None,
                            "outside": {"step": [int(s) for s in miss.get("step", [])],
                                        "value": [float(v) for v in miss.get("value", [])]}}
