@@ -95,19 +95,24 @@ def envelope(rungs: list[tuple[str, float, pd.DataFrame]], size: float, metric: 
 
 
 def inside(frame: pd.DataFrame, env: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Each logged step of `frame` against the envelope: frac, value, lower, centre, upper, inside (steps in a covered tenth)."""
-    rows = []
-    for r in frame.itertuples():
-        v = getattr(r, metric, None) if metric in frame else None
-        if v is None or not np.isfinite(v) or v <= 0:
-            continue
-        hit = env[(env["frac_lo"] < r.frac) & (r.frac <= env["frac_hi"] + 1e-12)]
-        if hit.empty:
-            continue
-        e = hit.iloc[0]
-        rows.append({"step": int(r.step), "frac": float(r.frac), "value": float(v), "lower": float(e["lower"]),
-                     "centre": float(e["centre"]), "upper": float(e["upper"]), "inside": bool(e["lower"] <= v <= e["upper"])})
-    return pd.DataFrame(rows)
+    """Each logged step of `frame` against the envelope: frac, value, lower, centre, upper, inside (steps in a covered tenth).
+
+    Vectorised (steps x tenths): the dashboard judges a live hero's every logged step at each poll."""
+    if metric not in frame or env.empty or frame.empty:
+        return pd.DataFrame()
+    v = frame[metric].to_numpy(float)
+    frac = frame["frac"].to_numpy(float)
+    lo, hi = env["frac_lo"].to_numpy(float), env["frac_hi"].to_numpy(float) + 1e-12
+    match = (lo[None, :] < frac[:, None]) & (frac[:, None] <= hi[None, :])
+    keep = match.any(axis=1) & np.isfinite(v) & (v > 0)
+    if not keep.any():
+        return pd.DataFrame()
+    row = match.argmax(axis=1)[keep]  # the first tenth that holds the step
+    lower, upper = env["lower"].to_numpy(float)[row], env["upper"].to_numpy(float)[row]
+    centre = env["centre"].to_numpy(float)[row]
+    value = v[keep]
+    return pd.DataFrame({"step": frame["step"].to_numpy()[keep].astype(int), "frac": frac[keep], "value": value,
+                         "lower": lower, "centre": centre, "upper": upper, "inside": (lower <= value) & (value <= upper)})
 
 
 def backtest(rungs: list[tuple[str, float, pd.DataFrame]], level: float) -> list[dict]:

@@ -3,7 +3,7 @@
 Standard library only (``http.server.ThreadingHTTPServer``, HTTP/1.1 keep-alive). Routes:
 
     GET /                                          the page (index.html)
-    GET /static/<app.js|app.css|plotly.min.js>     its assets; plotly.js comes from the installed
+    GET /static/<app.js|moe.js|app.css|...>        its assets; plotly.js comes from the installed
                                                    ``plotly`` package (no CDN, works offline)
     GET /api/ladders                               the ladders under the root
     GET /api/ladders/<ladder>/<view>               view: overview rungs fit hero moe tables
@@ -86,7 +86,7 @@ class Dashboard:
                 return self._assets[name]
             if name == "plotly.min.js":
                 path = plotly_js_path()
-            elif name in ("index.html", "app.js", "app.css", "favicon.svg"):
+            elif name in ("index.html", "app.js", "moe.js", "app.css", "favicon.svg"):
                 path = STATIC_DIR / name
             else:
                 return None

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ladder.dashboard.views_dynamics import HeroEnvelopes
 from ladder.dashboard.views_follow import followed_hero, snapshots_in_tokens
 from ladder.outputs import layout, readers
 from ladder.outputs.files import JsonlTable, finite, natural_key, num, scalars
@@ -28,6 +29,7 @@ class Views(LadderRoot):
     def __init__(self, path: str | Path, max_points: int = MAX_POINTS):
         super().__init__(path)
         self.max_points = max_points
+        self.envelopes = HeroEnvelopes()
 
     def summary(self) -> dict:
         ladders = []
@@ -314,7 +316,7 @@ class Views(LadderRoot):
             runs.append({"name": name, "bias_keys": bias, "health_keys": health,
                          "series": self._columns(metrics, ("step", "tokens", *bias, *health, "loss")),
                          "events": events})
-        return {"ladder": ladder, "runs": runs}
+        return {"ladder": ladder, "runs": runs, "dynamics": self.envelopes(self, ladder)}
 
     # -- helpers -----------------------------------------------------------------------------
 

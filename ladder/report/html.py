@@ -20,13 +20,14 @@ import pandas as pd
 
 from ladder.outputs import layout, readers
 from ladder.outputs.files import num
+from ladder.report import dynamics as report_dynamics
 from ladder.report import figures as report_figures
 
 MAX_POINT_ROWS = 60  # per-point table: every point up to this, else evenly spaced ones (all in report.json / CSV)
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d232b;background:#f4f6f8;margin:0}
 main{max-width:1240px;margin:0 auto;padding:20px 24px 48px}
-h1{font-size:22px;margin:6px 0 2px}h2{font-size:17px;margin:0 0 10px}
+h1{font-size:22px;margin:6px 0 2px}h2{font-size:17px;margin:0 0 10px}h3{font-size:14px;margin:4px 0}
 .sub{color:#5b6670;margin:0 0 14px}
 section{background:#fff;border:1px solid #dde3e8;border-radius:8px;padding:14px 16px;margin:14px 0}
 .tw{overflow-x:auto}table{border-collapse:collapse;width:100%;font-size:13px}
@@ -268,6 +269,9 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
     parts.append(_section(f"Where the actual left our band ({len(exits)} stretches)", _table(exits, [
         ("from_step", "from step", ",.0f"), ("to_step", "to step", ",.0f"), ("points", "points", ",.0f"),
         ("side", "side", ""), ("max_gap", "max gap", ".4f")]), "exits"))
+    dyn_html, dyn_figs = report_dynamics.section(rep.get("dynamics") or {})
+    parts += [dyn_html] if dyn_html else []
+    figs.update(dyn_figs)
     parts += [_section(titles[f], f"<div id='{f}' class='fig'></div>", f + "-card") for f in ("f-rungs", "f-law") if figs[f]]
     parts.append(_section("Runs", _table(rep.get("rungs") or [], [
         ("name", "run", ""), ("status", "status", ""), ("params_active", "N active", ".3g"), ("tokens", "tokens", ".3g"),

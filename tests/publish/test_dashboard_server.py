@@ -127,8 +127,9 @@ def test_static_assets_local_and_cached(server):
     page = get(server.url)[2].decode()
     assert "http://" not in page and "https://" not in page  # nothing from a CDN
     assert "default-src 'none'" in headers["Content-Security-Policy"]
-    js = get(server.url + "static/app.js")[2].decode()
-    assert "https://" not in js and "cdn" not in js.lower()
+    for name in ("app.js", "moe.js"):
+        js = get(server.url + "static/" + name)[2].decode()
+        assert "RENDER" in js and "https://" not in js and "cdn" not in js.lower()
 
 
 def test_half_written_and_missing_files(tmp_path):

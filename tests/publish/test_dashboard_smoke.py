@@ -58,3 +58,28 @@ def test_smoke_ladder_wandb_offline_runs(smoke_root):
     """Each training step of the real pipeline mirrored to an offline W&B run under the ladder root."""
     runs = list((smoke_root / "smoke" / "wandb" / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) >= 5, runs  # 4 rungs and the hero
+
+
+async def _moe_traces(b, sid, events):
+    return await b._evaluate(sid, events, """(() => Object.fromEntries([...document.querySelectorAll('.js-plotly-plot')]
+        .map((el) => [el.id, el.data.map((t) => t.name)])))()""")
+
+
+@pytest.mark.slow
+def test_smoke_moe_page_draws_the_hero_envelopes(smoke_root, browser, screenshot_dir):
+    """The hero selected (the page's default): each chart with an envelope draws its band and centre under
+    the hero's series; the drop rate's and the load's say upper bound; the router-bias chart adds the norm
+    over layers the envelope is of."""
+    with DashboardServer(smoke_root, port=0) as s:
+        out = browser.check_page(f"{s.url}#/smoke/moe", "moe", screenshot_dir / "smoke_moe_envelopes.png", then=_moe_traces)
+    assert out["errors"] == [], out["errors"]
+    figs = out["extra"]
+    for chart, upper_only in (("c-drop_rate", True), ("c-expert_load_max_over_mean", True), ("c-grad_norm", False),
+                              ("c-bias", False)):
+        names = figs[chart]
+        band = [n for n in names if n.startswith("envelope (")]
+        assert band and all(("upper bound" in n) == upper_only for n in band), (chart, names)
+        assert "envelope centre" in names, (chart, names)
+    assert "norm over layers" in figs["c-bias"]
+    assert not any(n.startswith("envelope") for n in figs["c-routing_entropy"] + figs["c-loss"])
+    assert "steps inside the rungs' 90% envelopes" in out["dom"]["text"]

@@ -1,6 +1,7 @@
 """On a real smoke ladder, every number the report and the dashboard both show means the same:
 band exits on the same series (the hero's eval points) from the same start, the law's parameters with
-their bootstrap intervals, when each step began running, the finished hero's throughput."""
+their bootstrap intervals, when each step began running, the finished hero's throughput, the training-dynamics
+envelopes (report.json's charts, report.html's section in chromium, the dashboard's MoE view)."""
 
 from __future__ import annotations
 
@@ -132,3 +133,72 @@ def test_report_html_states_the_same_numbers(root, report):
     assert f"{doc['fraction_inside_band']:.1%}" in html and f"{doc['mean_abs_rel_error']:.2%}" in html
     for p in report["fit_params"]:
         assert format(p["lower"], ".5g") in html and format(p["upper"], ".5g") in html
+
+
+def test_dynamics_charts_in_report_json(report):
+    """Each tracked metric's chart: the rungs' trajectories, the hero's envelope per tenth and its steps;
+    the upper-only ones (drop rate, load max/mean) from their floor."""
+    from ladder.analysis.dynamics import METRICS
+
+    dyn = report["dynamics"]
+    charts = {c["metric"]: c for c in dyn["charts"]}
+    assert set(charts) == set(METRICS)
+    for metric, floor in (("drop_rate", 0.0), ("expert_load_max_over_mean", 1.0)):
+        c = charts[metric]
+        assert c["upper_only"] and c["envelope"]
+        assert all(e["lower"] == floor and e["upper"] > e["centre"] > 0 for e in c["envelope"]), c["envelope"]
+    for metric in ("grad_norm", "router_bias_norm"):
+        assert not charts[metric]["upper_only"]
+        assert all(0 < e["lower"] < e["centre"] < e["upper"] for e in charts[metric]["envelope"])
+    for c in charts.values():
+        assert [r["name"] for r in c["rungs"]] == ["rung_1", "rung_2", "rung_3", "rung_4"]
+        assert c["hero"]["step"] and all(0 < f <= 1 for f in c["hero"]["frac"]) and all(v > 0 for v in c["hero"]["value"])
+
+
+def test_dashboard_envelopes_are_the_reports(root, report):
+    """The MoE page's envelopes and the hero's share inside are the report's (one definition)."""
+    view = Root(root).moe("smoke")["dynamics"]
+    total = layout.read_json(_dir(root, "hero") / layout.RESULT)["total_steps"]
+    assert view["hero"] == "hero" and view["total_steps"] == total and view["level"] == report["dynamics"]["level"]
+    hero = {h["metric"]: h for h in report["dynamics"]["hero"]}
+    for c in report["dynamics"]["charts"]:
+        mine = view["metrics"][c["metric"]]
+        for a, b in zip(mine["envelope"], c["envelope"], strict=True):
+            assert a == pytest.approx(b, rel=1e-9)
+        assert mine["points"] == hero[c["metric"]]["points"]
+        assert mine["inside"] == pytest.approx(hero[c["metric"]]["inside"])
+        assert len(mine["outside"]["step"]) == round(mine["points"] * (1 - mine["inside"]))
+
+
+async def _figures(b, sid, events):
+    return await b._evaluate(sid, events, """(() => ({
+        figs: Object.fromEntries([...document.querySelectorAll('.js-plotly-plot')].map((el) =>
+            [el.id, el.data.map((t) => t.name)])),
+        layouts: Object.fromEntries([...document.querySelectorAll('.js-plotly-plot')].map((el) =>
+            [el.id, el.layout.yaxis.type])),
+        section: (document.getElementById('dynamics') || {}).innerText || ''}))()""")
+
+
+def test_report_html_draws_the_dynamics_envelopes(root, report, browser, screenshot_dir):
+    from ladder.report.dynamics import fig_id
+
+    html = _dir(root, "report") / layout.REPORT_HTML
+    assert "<section id='dynamics'><h2>Training dynamics: the hero against its rungs&#x27; envelopes</h2>" in html.read_text()
+    out = browser.check_page(html.as_uri(), "report", screenshot_dir / "report_smoke_dynamics.png", then=_figures)
+    assert out["errors"] == [], out["errors"]
+    facts = out["extra"]
+    dyn = report["dynamics"]
+    hero = {h["metric"]: h for h in dyn["hero"]}
+    for c in dyn["charts"]:
+        names = facts["figs"][fig_id(c["metric"])]
+        assert {"rung_1", "rung_2", "rung_3", "rung_4", "hero"} <= set(names), names
+        envelope = [n for n in names if n.startswith("hero's envelope")]
+        assert envelope and all(("upper bound" in n) == c["upper_only"] for n in envelope), names
+        assert any(n.startswith("envelope centre") for n in names)
+        h = hero[c["metric"]]
+        missed = round(h["points"] * (1 - h["inside"]))
+        assert (f"hero outside the envelope ({missed})" in names) == (missed > 0), names
+        assert facts["layouts"][fig_id(c["metric"])] == ("linear" if c["upper_only"] else "log")
+        assert f"{h['inside']:.0%} of {h['points']} steps inside" in facts["section"]
+    for b in dyn["backtests"]:
+        assert f"backtest: {b['predict']} from {', '.join(b['fit_on'])}: {b['inside']:.0%} of {b['points']} steps" in facts["section"]

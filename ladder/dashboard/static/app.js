@@ -1,5 +1,6 @@
 /* scaling-ladder dashboard: polls the read-only JSON API and draws with plotly.js (served locally).
  * Routes: #/<ladder>/<page>, page one of overview rungs fit hero moe tables.
+ * The MoE page is drawn by moe.js (loaded after this file, with its helpers).
  * #diag records what was drawn (page, traces, DAG nodes, errors) so a headless browser can check it. */
 "use strict";
 
@@ -527,54 +528,6 @@ RENDER.hero = function (d) {
     plot("c-snapshots", st, layout("", xk, "loss", { xaxis: { type: "log", title: { text: xk } } }));
   } else {
     document.getElementById("c-snapshots").outerHTML = empty("no forecast snapshots yet");
-  }
-};
-
-RENDER.moe = function (d, changedPage) {
-  const main = document.getElementById("main");
-  const runs = (d.runs || []).filter((r) => r.series && r.series.n);
-  if (!runs.length) { main.innerHTML = card("MoE health", empty("no training metrics yet")); return; }
-  const names = runs.map((r) => r.name);
-  if (!names.includes(state.moeRun)) state.moeRun = names.includes("hero") ? "hero" : names[names.length - 1];
-  const r = runs.find((x) => x.name === state.moeRun);
-  const opts = names.map((n) => `<option ${n === state.moeRun ? "selected" : ""}>${esc(n)}</option>`).join("");
-  const charts = [["c-bias", "Router-bias norm per layer"], ["c-expert_load_max_over_mean", "Expert load: max / mean"],
-    ["c-drop_rate", "Token drop rate"], ["c-routing_entropy", "Routing entropy"], ["c-grad_norm", "Gradient norm"], ["c-loss", "Train loss"]];
-  main.innerHTML = `<div class="controls">run <select id="moe-run">${opts}</select>
-      ${csvLink("metrics." + r.name, "metrics.csv")} ${csvLink("events." + r.name, "events.csv")}
-      <span class="muted"> · ${(r.events || []).length} spike events recorded (marked ×, dotted lines)</span></div>
-    <div class="grid2">${charts.map(([id, t]) => card(t, `<div id="${id}" class="chart short"></div>`)).join("")}</div>` +
-    ((r.events || []).length ? card("Spike events", table(r.events.slice(0, 300))) : "");
-  document.getElementById("moe-run").addEventListener("change", (e) => { state.moeRun = e.target.value; state.last = ""; refresh(true); });
-  const s = r.series, ev = r.events || [];
-  const shapes = ev.filter((e) => typeof e.step === "number").slice(0, 100).map((e) => ({ type: "line", xref: "x", yref: "paper",
-    x0: e.step, x1: e.step, y0: 0, y1: 1, line: { color: "rgba(214,39,40,0.45)", width: 1, dash: "dot" } }));
-  function withEvents(traces, key) {
-    const steps = s.step || [];
-    const mk = ev.filter((e) => (!e.metric || e.metric === key || key === "loss" && e.metric === "loss") && typeof e.step === "number");
-    const xs = [], ys = [], txt = [];
-    for (const e of mk) {
-      let j = 0, best = Infinity;
-      for (let i = 0; i < steps.length; i++) { const dd = Math.abs(steps[i] - e.step); if (dd < best) { best = dd; j = i; } }
-      const y = (s[key] || [])[j];
-      if (y !== null && y !== undefined && (e.metric === key || !e.metric)) { xs.push(e.step); ys.push(y); txt.push(`${e.event || e.kind || "spike"} ${e.metric || ""} size ${fmt(e.size)}`); }
-    }
-    if (xs.length) traces.push({ x: xs, y: ys, mode: "markers", name: "spikes", text: txt, marker: { symbol: "x", size: 9, color: "#d62728" } });
-    return traces;
-  }
-  const lay = (yt) => layout("", "step", yt, { shapes, margin: { l: 55, r: 10, t: 10, b: 40 } });
-  const bias = (r.bias_keys || []).map((k, i) => { const [x, y] = xy(s, "step", k); return { x, y, mode: "lines", name: "layer " + k.slice(18), line: { color: color(i), width: 1.2 } }; });
-  if (bias.length) {
-    const evB = ev.filter((e) => typeof e.step === "number" && String(e.metric || "").startsWith("router_bias_norm"));
-    if (evB.length) bias.push({ x: evB.map((e) => e.step), y: evB.map((e) => { const st = s.step || []; let j = 0; for (let i = 0; i < st.length; i++) if (Math.abs(st[i] - e.step) < Math.abs(st[j] - e.step)) j = i;
-        const keys = e.metric in s ? [e.metric] : r.bias_keys; return Math.max(...keys.map((k) => (s[k] || [])[j] ?? -Infinity)); }),
-      mode: "markers", name: "spikes", marker: { symbol: "x", size: 9, color: "#d62728" } });
-    plot("c-bias", bias, lay("‖router bias‖"));
-  } else document.getElementById("c-bias").outerHTML = empty("no router-bias metrics (dense model, or aux-loss balancing)");
-  for (const key of ["expert_load_max_over_mean", "drop_rate", "routing_entropy", "grad_norm", "loss"]) {
-    const [x, y] = xy(s, "step", key);
-    if (!y.length) { document.getElementById("c-" + key).outerHTML = empty("not logged by this run"); continue; }
-    plot("c-" + key, withEvents([{ x, y, mode: "lines", name: key, line: { color: "#1f4e79", width: 1.2 } }], key), lay(key));
   }
 };
 
