@@ -208,19 +208,14 @@ def test_a_stop_request_checkpoints_every_member_at_one_step_and_a_rerun_resumes
     rung, data = placed(spec).rung("hero"), run_data(spec, "hero")
     out = tmp_path / "smoke" / "hero"
     rows: list[dict] = []
-    stop = threading.Event()
-
-    def stop_at_the_first_row(row: dict) -> None:
-        rows.append(row)
-        stop.set()
-
-    # The first row comes after the first chunk (steps 1-46); the stop reaches the members while they
-    # evaluate and checkpoint at 46 and train on, so they stop at the next chunk's end (64, a step no
-    # periodic checkpoint is due at) or, on a slow poll, at the one after.
-    watch = Watch(every=POLL_S, on_progress=stop_at_the_first_row, should_stop=stop.is_set)
+    # The stop is asked for before the gang starts: the caller's first poll writes the stop file while
+    # the members are still starting (their start and first compile outlast a poll many times over), so
+    # they stop at the first chunk end where they look, whatever the machine's speed. A stop asked for on
+    # the first progress row raced the members (it could land at the first chunk end or after the last).
+    watch = Watch(every=POLL_S, on_progress=rows.append, should_stop=lambda: True)
     result = _within_hang_guard(lambda: train_gang(rung, data, out, max_steps=STEPS, watch=watch))
     at = result.get("steps")
-    assert result["status"] == "INTERRUPTED" and FIRST_CHECKPOINT < at < STEPS, result
+    assert result["status"] == "INTERRUPTED" and 0 < at < STEPS, result
     assert (out / "checkpoints" / str(at) / "ladder_manifest.json").exists()  # the stop's, every shard written
     # Both members trained to that step and no further (each logs every 10th step).
     assert max(_losses(out)) == max(_losses(out / "gang" / "process-1")) == at - at % 10, (at, max(_losses(out)))
