@@ -34,7 +34,7 @@ from bench import bench_train as b
 from ladder.train.loop import DEFAULT_STEPS_PER_CALL
 specs = [(n, s) for n, s in b._specs() if re.search(sys.argv[3], n)]
 steps = {n: b._JaxStep(s, DEFAULT_STEPS_PER_CALL, int(sys.argv[2])) for n, s in specs}
-print(json.dumps({"ready": sorted(steps)}), flush=True)
+print(json.dumps({"ready": list(steps)}), flush=True)
 for _ in sys.stdin:
     print(json.dumps({n: st.time(2) for n, st in steps.items()}), flush=True)
 """
