@@ -13,14 +13,12 @@ process, alternated round by round with torch. Each cell is the best of its roun
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from bench.bench_sharding import BASE, _base_tree
-from bench.bench_train import BATCH, SEQ, _torch_python, _torch_round, cpu_line
+from bench.bench_train import BATCH, SEQ, RoundChild, _torch_python, _torch_round, cpu_line
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = r"L\d+ dense$"  # the float32 dense rows: the ones torch trains alike
@@ -40,33 +38,10 @@ for _ in sys.stdin:
 """
 
 
-class _Trainer:
-    """One child process: the trainer of ``tree`` on ``devices`` XLA devices, timed one round per call."""
-
-    def __init__(self, tree: str, devices: int):
-        from ladder.train.hostdevices import xla_flags
-
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags(devices, os.environ.get("XLA_FLAGS", "")),
-               "PYTHONPATH": tree, "LADDER_BENCH_TRAIN_ROWS": ""}
-        self.name = f"{tree}:{devices}"
-        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, tree, str(devices), ROWS], env=env, cwd=tree,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.rows = self._read()["ready"]
-
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"bench child {self.name} exited ({self.proc.wait()})")
-        return json.loads(line)
-
-    def round(self) -> dict[str, list[float]]:
-        self.proc.stdin.write("round\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+def _trainer(tree: str, devices: int) -> RoundChild:
+    """The trainer of ``tree`` on ``devices`` XLA devices in its own child, timed one round per call."""
+    return RoundChild([sys.executable, "-c", CHILD, tree, str(devices), ROWS], devices,
+                      env={"PYTHONPATH": tree, "LADDER_BENCH_TRAIN_ROWS": ""}, cwd=tree)
 
 
 def main() -> None:
@@ -83,8 +58,8 @@ def main() -> None:
     rounds = int(os.environ.get("LADDER_BENCH_ROUNDS", "3"))
     n = os.cpu_count() or 1
     trees = {"this": str(REPO), f"base {base[1]}": base[0]}
-    children = {(tree, d): _Trainer(path, d) for tree, path in trees.items() for d in sorted({1, n})}
-    rows = children[("this", 1)].rows
+    children = {(tree, d): _trainer(path, d) for tree, path in trees.items() for d in sorted({1, n})}
+    rows = children[("this", 1)].ready["ready"]
     times = {key: {r: [] for r in rows} for key in children}
     torch_times: dict[str, list[float]] = {r: [] for r in rows}
     sizes = {r: int(r.split()[0][1:]) for r in rows}

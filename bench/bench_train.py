@@ -196,22 +196,23 @@ def _child(devices: int) -> None:
         print(json.dumps({name: st.time(2) for name, st in steps.items()}), flush=True)
 
 
-class _HostDevices:
-    """A child process with ``n`` XLA host devices, timing the same steps data-parallel over them."""
+class RoundChild:
+    """A child process on ``devices`` XLA host devices that prints one JSON line when ready, then one
+    round of timings (row name -> seconds per step) per line it reads; ``argv`` is its command."""
 
-    def __init__(self, n: int):
+    def __init__(self, argv: list[str], devices: int, env: dict[str, str] | None = None, cwd: str | None = None):
         from ladder.train.hostdevices import xla_flags
 
-        env = {**os.environ, "XLA_FLAGS": xla_flags(n, ""), "JAX_PLATFORMS": "cpu"}
-        self.n = n
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.bench_train", "--child", str(n)], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self._read()
+        full = {**os.environ, "XLA_FLAGS": xla_flags(devices, os.environ.get("XLA_FLAGS", "")), "JAX_PLATFORMS": "cpu",
+                **(env or {})}
+        self.name = f"{' '.join(argv[1:3])} on {devices} devices"
+        self.proc = subprocess.Popen(argv, env=full, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready = self._read()
 
     def _read(self) -> dict:
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"bench child with {self.n} host devices exited ({self.proc.wait()})")
+            raise RuntimeError(f"bench child {self.name} exited ({self.proc.wait()})")
         return json.loads(line)
 
     def round(self) -> dict[str, list[float]]:
@@ -222,6 +223,11 @@ class _HostDevices:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
+
+
+def _host_devices(n: int) -> RoundChild:
+    """The same steps on ``n`` XLA host devices, data-parallel over them, in a child process."""
+    return RoundChild([sys.executable, "-m", "bench.bench_train", "--child", str(n)], n)
 
 
 def _end_to_end(spec) -> float:
@@ -248,7 +254,7 @@ def main() -> None:
     torch_exe = _torch_python()
     specs = _specs()
     n_host = os.cpu_count() or 1
-    host = _HostDevices(n_host) if n_host > 1 else None
+    host = _host_devices(n_host) if n_host > 1 else None
     steps = {name: _JaxStep(spec, DEFAULT_STEPS_PER_CALL) for name, spec in specs}
     times: dict[str, list[float]] = {name: [] for name, _ in specs}
     host_times: dict[str, list[float]] = {name: [] for name, _ in specs}
