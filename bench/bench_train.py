@@ -198,13 +198,15 @@ def _child(devices: int) -> None:
 
 class RoundChild:
     """A child process on ``devices`` XLA host devices that prints one JSON line when ready, then one
-    round of timings (row name -> seconds per step) per line it reads; ``argv`` is its command."""
+    round of timings (row name -> seconds per step) per line it reads; ``argv`` is its command,
+    ``xla_extra`` more XLA flags for it (after the user's, before the host-device count)."""
 
-    def __init__(self, argv: list[str], devices: int, env: dict[str, str] | None = None, cwd: str | None = None):
+    def __init__(self, argv: list[str], devices: int, env: dict[str, str] | None = None, cwd: str | None = None,
+                 xla_extra: str = ""):
         from ladder.train.hostdevices import xla_flags
 
-        full = {**os.environ, "XLA_FLAGS": xla_flags(devices, os.environ.get("XLA_FLAGS", "")), "JAX_PLATFORMS": "cpu",
-                **(env or {})}
+        flags = xla_flags(devices, f"{os.environ.get('XLA_FLAGS', '')} {xla_extra}".strip())
+        full = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", **(env or {})}
         self.name = f"{' '.join(argv[1:3])} on {devices} devices"
         self.proc = subprocess.Popen(argv, env=full, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.ready = self._read()
