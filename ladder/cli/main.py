@@ -229,8 +229,11 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
     names = [r.name for r in spec.all_runs()]
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
+    from ladder.executor.console import progress_printer
+
+    progress = progress_printer(rung_name, float(os.environ.get("LADDER_PROGRESS_INTERVAL", "60")))
     try:
-        result = stages.train_alone(spec, rung_name, max_steps=steps)
+        result = stages.train_alone(spec, rung_name, max_steps=steps, progress=progress)
     except Exception as e:
         # Imported only now: they import JAX, which must start after train_alone set XLA's flags.
         from ladder.train.checkpoint import CheckpointRestoreError

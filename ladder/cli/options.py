@@ -22,7 +22,8 @@ ENVIRONMENT = {
     "LADDER_HEARTBEAT": "seconds between a running step's lease heartbeats (shorter than the lease timeout)",
     "LADDER_MIRROR_EVERY_S": "seconds between copies of a remote-root run's metrics to the root (10)",
     "LADDER_SCRATCH": "local scratch folder of runs whose root is remote (default: the system temp dir)",
-    "LADDER_PROGRESS_INTERVAL": "seconds between a training step's progress lines when the output is not a terminal (60)",
+    "LADDER_PROGRESS_INTERVAL": ("seconds between a training step's progress lines when the output is not a terminal, "
+                                 "and between `ladder train`'s (60)"),
     "LADDER_STOP_GRACE": "seconds a stopped driver waits for running steps to checkpoint and exit before it cancels them (60)",
     "LADDER_DIGEST_CACHE": "file caching data-source digests by path, size and mtime (default: the user cache dir)",
     "LADDER_SHARD_CACHE": "folder where a node keeps its one copy of remote token shards (default: <tmp>/scaling-ladder-shards)",

@@ -18,7 +18,8 @@ judged by), and what reads a ladder's root in ladder.dag.queries.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ladder.dag import kinds
@@ -28,6 +29,8 @@ from ladder.dag.train_steps import run_data, train_config, training_step
 from ladder.spec import LadderSpec, RungSpec, to_dict
 
 FIT_FN = "ladder.dag.step_fns:fit_step"
+# How often `ladder train`'s driver of a gang reads its progress and passes a stop on (seconds).
+GANG_POLL_S = 1.0
 PREDICT_FN = "ladder.dag.step_fns:predict_step"
 GATE_FN = "ladder.dag.step_fns:gate_step"
 REPORT_FN = "ladder.dag.step_fns:report_step"
@@ -162,7 +165,11 @@ def status_ladder(spec: LadderSpec) -> list[dict]:
 # Commands outside the DAG.
 
 
-def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) -> dict:
+def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None,
+                progress: Callable[[dict], None] | None = None) -> dict:
+    """Train one run outside the DAG (``ladder train``); ``progress(row)`` gets its progress rows (step,
+    total_steps, loss, tokens_per_s, eta_s). A gang's driver (this process) asks its members to checkpoint
+    on SIGTERM, as a one-process run checkpoints itself, then ends by the same signal."""
     from ladder.train import hostdevices
     from ladder.train.mirror import is_remote
 
@@ -173,16 +180,29 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None) 
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
     role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
     if rung.resources.processes > 1:
-        from ladder.train.gang import train_gang
+        from ladder.train.gang import Watch, connect, train_gang
+        from ladder.train.sigterm import Sigterm
 
         shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
-        return train_gang(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards)
+        connect()  # before the handler: ray.init sets its own
+        sigterm = Sigterm()
+        sigterm.install()
+        try:
+            result = train_gang(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards,
+                                watch=Watch(every=GANG_POLL_S, on_progress=progress, should_stop=lambda: sigterm.flag))
+        finally:
+            sigterm.uninstall()
+        if sigterm.flag and result.get("status") == "INTERRUPTED":  # every member checkpointed: end as asked
+            print(f"[ladder.train] {rung_name}: every process of its gang checkpointed at step {result.get('steps')} "
+                  "on SIGTERM; the same command resumes", file=sys.stderr, flush=True)
+            sigterm.restore_and_reraise()
+        return result
     hostdevices.apply_here(rung.resources, rung.name)
     from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
 
     compile_cache.enable(out_dir)
     shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
-    return train(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards)
+    return train(rung, run_data(spec, role), out_dir, max_steps=max_steps, shard_dirs=shards, progress=progress)
 
 
 def placed(spec: LadderSpec) -> LadderSpec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .context import PROGRESS_FILE
 from .store import Store
@@ -45,6 +45,25 @@ def progress_row(name: str, state: str, prog: Mapping, started: float | None) ->
     elapsed = (end or time.time()) - started if started else None
     return [name, state, done, pct, _fmt_num(prog.get("loss"), ".4f"), _fmt_num(prog.get("tokens_per_s"), ",.0f"),
             _fmt_eta(prog.get("eta_s")), _fmt_eta(elapsed)]
+
+
+def progress_printer(name: str, every_s: float, stream=None) -> Callable[[Mapping], None]:
+    """``progress(row)`` for a run outside a ladder (``ladder train``): a line at the first row, then at
+    most one every ``every_s`` seconds, and at the run's last step."""
+    stream = stream if stream is not None else sys.stderr
+    last = [float("-inf")]
+
+    def printer(row: Mapping) -> None:
+        now = time.monotonic()
+        final = row.get("step") is not None and row.get("step") == row.get("total_steps")
+        if now - last[0] < every_s and not final:
+            return
+        last[0] = now
+        _, _, done, pct, loss, tps, eta, _ = progress_row(name, "running", row, None)
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: step {done} {pct}, loss {loss}, {tps} tokens/s, ETA {eta}",
+              file=stream, flush=True)
+
+    return printer
 
 
 def ProgressView(store: Store, title: str = "", stream=None):  # noqa: N802 (the view's constructor)

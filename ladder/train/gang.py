@@ -22,12 +22,13 @@ The caller follows a gang through two files in ``<out>/gang`` (a :class:`Watch`,
 seconds while it waits on the members; both files are removed at each start of the gang). Progress: the
 first process writes its latest progress row (step, loss, tokens/s, ETA) to ``progress.json``, at most once
 per ``every`` seconds and always at its last step; the caller forwards each new row (the executor's step:
-``ctx.progress``, the live view's and ``ladder status``'s row). Stop: once ``should_stop()`` (a stopping
-driver), the caller writes ``STOP``, which every member's ``should_stop`` reads; the trainer ors the stop
-flags of all processes with a collective at each of its checks (``ladder.train.sigterm.any_process``), so
-every member checkpoints at the same step and the gang returns ``{"status": "INTERRUPTED", "steps": s}``
-from its first process; running it again resumes from that checkpoint. A member that dies while its gang
-is stopping is not restarted (the step's driver is going away): the error is raised.
+``ctx.progress``, the live view's and ``ladder status``'s row; ``ladder train``: a line on standard error).
+Stop: once ``should_stop()`` (a stopping driver), the caller writes ``STOP``, which every member's
+``should_stop`` reads; the trainer ors the stop flags of all processes with a collective at each of its
+checks (``ladder.train.sigterm.any_process``), so every member checkpoints at the same step and the gang
+returns ``{"status": "INTERRUPTED", "steps": s}`` from its first process; running it again resumes from that
+checkpoint. A member that dies while its gang is stopping is not restarted (the step's driver is going away):
+the error is raised.
 """
 
 from __future__ import annotations
@@ -137,6 +138,16 @@ class Member:
                      shard_dirs=shard_dirs, progress=progress, should_stop=(folder / STOP).exists)
 
 
+def connect() -> None:
+    """Ray for a gang started outside a ladder's driver (`ladder train`): the cluster of RAY_ADDRESS, else a
+    local one; nothing when Ray is already connected. ``ray.init`` sets its own SIGTERM handler: a caller
+    that handles SIGTERM installs its handler after this."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS") or "local", include_dashboard=False, logging_level="WARNING")
+
+
 def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
                on_start: Callable[[list], None] | None = None, callbacks: Callable[[], Sequence] | None = None,
                shard_dirs: dict[str, str] | None = None, watch: Watch | None = None) -> dict:
@@ -147,8 +158,7 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
     ``watch``: the progress and stop request the caller follows (module docstring)."""
     import ray
 
-    if not ray.is_initialized():  # `ladder train` of a gang: the cluster of RAY_ADDRESS, else a local one
-        ray.init(address=os.environ.get("RAY_ADDRESS") or "local", include_dashboard=False, logging_level="WARNING")
+    connect()
     from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy

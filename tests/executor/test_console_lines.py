@@ -85,3 +85,20 @@ def test_a_finished_step_gives_its_mean_rate(tmp_path):
     view.update([("rung_1", "failed", d, 100.0)])
     assert _lines(buf)[-2:] == ["rung_1: SUCCESS after 1m00s, loss 3.0000, 1,500 tokens/s on average",
                                 "rung_1: FAILED after 30s, loss 3.5000"]
+
+
+def test_a_run_outside_a_ladder_prints_its_first_row_then_one_per_interval_and_its_last():
+    from ladder.executor.console import progress_printer
+
+    buf = io.StringIO()
+    printer = progress_printer("rung_1", every_s=3600.0, stream=buf)
+    for step in (10, 20, 30, 40):
+        printer({"step": step, "total_steps": 40, "loss": 5.0 - step / 10, "tokens_per_s": 1234.5,
+                 "eta_s": (40 - step) * 2.0})
+    assert _lines(buf) == ["rung_1: step 10/40 25%, loss 4.0000, 1,234 tokens/s, ETA 1m00s",
+                           "rung_1: step 40/40 100%, loss 1.0000, 1,234 tokens/s, ETA 0s"]
+    every = io.StringIO()
+    printer = progress_printer("rung_1", every_s=0.0, stream=every)
+    for step in (10, 20):
+        printer({"step": step, "total_steps": 40, "loss": 1.0, "tokens_per_s": None, "eta_s": None})
+    assert [line.split(",")[0] for line in _lines(every)] == ["rung_1: step 10/40 25%", "rung_1: step 20/40 50%"]

@@ -1,5 +1,6 @@
 """The smoke ladder's hero as a gang of two JAX processes of one CPU device each, on two local Ray nodes
-(CPU collectives through gloo), against the same hero in one process over two host devices; then a member
+(CPU collectives through gloo), trained by `ladder train` (stopped by SIGTERM, then resumed by the same
+command), against the same hero in one process over two host devices; then a member
 SIGKILLed mid-run: the whole gang restarts from its newest checkpoint and trains the same losses on, its
 first process carrying the hero's callbacks (live forecast snapshots, W&B offline) as a one-process hero's;
 then a stop requested mid-run: every member checkpoints at one step, the gang returns INTERRUPTED and a rerun
@@ -54,6 +55,11 @@ def two_nodes():
         ray.shutdown()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     tmp = tempfile.mkdtemp(prefix="rg-", dir="/tmp")
+    # The cluster records its head's address in Ray's default folder (ray_current_cluster) whatever its own
+    # temp_dir, and fails where no Ray has made that folder yet (a fresh machine running this file first).
+    from ray._common.utils import get_default_ray_temp_dir
+
+    os.makedirs(get_default_ray_temp_dir(), exist_ok=True)
     store = 80 * 1024 * 1024
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": tmp, "include_dashboard": False,
                                                             "object_store_memory": store})
@@ -85,15 +91,44 @@ def _hero(root: Path):
     return load_spec(SMOKE, ["hero.resources.processes=2", f"root={root}"])
 
 
+def _ladder_train(root: Path, cluster, log: Path) -> subprocess.Popen:
+    """`ladder train` of the smoke hero as a gang of two processes, on the module's cluster, every progress
+    row printed (LADDER_PROGRESS_INTERVAL=0); stdout and stderr into ``log``."""
+    env = {**os.environ, "RAY_ADDRESS": cluster.address, "LADDER_PROGRESS_INTERVAL": "0", "JAX_PLATFORMS": "cpu"}
+    return subprocess.Popen([str(REPO / ".venv" / "bin" / "ladder"), "train", SMOKE, "hero", "--steps", str(STEPS),
+                             "--root", str(root), "--set", "hero.resources.processes=2"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
+
+
 @pytest.mark.slow
 def test_gang_of_two_processes_trains_the_losses_of_one_process_over_two_devices(two_nodes, one_process, tmp_path):
-    from ladder.dag import stages
+    out = tmp_path / "smoke" / "train-hero"
+    # `ladder train` of a gang, sent SIGTERM as soon as its gang is starting (its folder is made after the
+    # driver's handler is in place, and the members' start and first compile outlast a poll many times over):
+    # every member checkpoints at one step short of the last and the command ends, saying so.
+    log = tmp_path / "stopped.log"
+    proc = _ladder_train(tmp_path, two_nodes, log)
+    wait_for(lambda: (out / "gang").is_dir(), "the gang to start", proc=proc, log=log)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(HANG_S) != 0, log.read_text()[-3000:]
+    stopped = [line for line in log.read_text().splitlines() if "checkpointed at step" in line]
+    assert stopped, log.read_text()[-3000:]
+    at = int(stopped[0].split("checkpointed at step ")[1].split()[0])
+    assert 0 < at < STEPS and (out / "checkpoints" / str(at) / "ladder_manifest.json").exists(), stopped
+    assert not (out / "result.json").exists()
 
-    result = stages.train_alone(_hero(tmp_path), "hero", max_steps=STEPS)
+    # The same command again resumes to the last step: the losses of one process over two devices.
+    log = tmp_path / "resumed.log"
+    proc = _ladder_train(tmp_path, two_nodes, log)
+    assert proc.wait(HANG_S) == 0, log.read_text()[-3000:]
+    result = json.loads((out / "result.json").read_text())
     assert result["status"] == "SUCCESS" and result["processes"] == 2 and result["devices"] == 2, result
-    _same(_losses(tmp_path / "smoke" / "train-hero"), one_process)
+    _same(_losses(out), one_process)
     # one run, one result: the second process's outputs stay in its own folder, not the run's
-    assert (tmp_path / "smoke" / "train-hero" / "gang" / "process-1").is_dir()
+    assert (out / "gang" / "process-1").is_dir()
+    # the first process's progress reached the command line, to the last step with its loss
+    lines = [line for line in log.read_text().splitlines() if "] hero: step " in line]
+    assert lines and f"step {STEPS}/{STEPS} 100%, loss {_losses(out)[STEPS]:.4f}," in lines[-1], lines
 
 
 def _prediction(folder: Path, total_steps: int) -> Path:
