@@ -35,12 +35,14 @@ def resolve_rung(rung: RungSpec, ladder_seed: int) -> RungSpec:
 def resolve(spec: LadderSpec) -> LadderSpec:
     """Return the spec with every rule evaluated; validate first so rules see sane numbers."""
     validate(spec)
+    from .vocab import follow_tokenizer
+
+    # The vocabulary first: a rule of compute sees the FLOPs of the tokenizer's output head, not 256's.
+    spec = follow_tokenizer(spec)
     # A run declared by budget keeps its rules until the IsoFLOP stage has placed it (ladder.dag.isoflop_place).
     rungs = tuple(r if r.budget > 0 else resolve_rung(r, spec.seed) for r in spec.rungs)
     hero = spec.hero if spec.hero is None or spec.hero.budget > 0 else resolve_rung(spec.hero, spec.seed)
-    from .vocab import follow_tokenizer
-
-    resolved = follow_tokenizer(dataclasses.replace(spec, rungs=rungs, hero=hero))
+    resolved = dataclasses.replace(spec, rungs=rungs, hero=hero)
     validate(resolved)
     return resolved
 

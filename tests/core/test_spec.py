@@ -74,6 +74,22 @@ def test_rules_resolve_per_rung_and_seed_override_reaches_every_rung():
     assert r.rungs[0].lr > r.rungs[2].lr  # more compute, lower LR
 
 
+def test_rules_of_compute_see_the_vocabulary_of_the_tokenizer():
+    """A default vocab follows the tokenizer before any rule is evaluated: the output head's FLOPs at the
+    tokenizer's size are in the compute a rule sees, not 256's."""
+    from ladder.spec import DataSpec
+
+    spec = _ladder(optim=OptimSpec(lr=Rule("power_c", 0.3118, -0.125)), batch_size=Rule("power_c", 0.292, 0.3271))
+    spec = dataclasses.replace(spec, data=DataSpec(tokenizer="declared:32768:a lab's tokenizer"))
+    r = resolve(spec)
+    rung = r.rungs[0]
+    assert rung.model.vocab == 32768
+    c = rung.flops
+    assert c > resolve(_ladder()).rungs[0].flops * 2  # the head at 32,768 tokens, against 256
+    assert rung.lr == pytest.approx(0.3118 * c ** -0.125)
+    assert rung.batch_size == max(1, round(0.292 * c ** 0.3271 / 64))
+
+
 def test_overrides_by_name_wildcard_and_errors():
     spec = apply_overrides(_ladder(), ["rungs[rung_2].model.d_model=48", "rungs[*].seq_len=32"])
     assert spec.rungs[1].model.d_model == 48 and spec.rungs[0].model.d_model == 32
