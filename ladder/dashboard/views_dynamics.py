@@ -17,7 +17,7 @@ import pandas as pd
 from ladder.analysis.dynamics import METRICS, UPPER_ONLY, envelope, inside, metric_frame
 from ladder.outputs import layout, readers
 from ladder.outputs.files import JsonlTable, finite, num
-from ladder.outputs.root import _stat
+from ladder.outputs.root import file_stat
 
 
 def table_frame(rows: JsonlTable) -> pd.DataFrame:
@@ -71,7 +71,7 @@ class HeroEnvelopes:
         return {"hero": hero, "level": level, "total_steps": int(total), "metrics": out}
 
     def _envelopes(self, files, rungs: dict[str, Path], size: float, level: float) -> dict[str, pd.DataFrame]:
-        key = (size, level, *((n, str(d), _stat(d / layout.METRICS), _stat(d / layout.RESULT)) for n, d in rungs.items()))
+        key = (size, level, *((n, str(d), file_stat(d / layout.METRICS), file_stat(d / layout.RESULT)) for n, d in rungs.items()))
         with self._lock:
             if key in self._cache:
                 return self._cache[key]

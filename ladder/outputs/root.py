@@ -120,18 +120,18 @@ class LadderRoot:
     def signature(self, ladder: str | None = None) -> tuple:
         """A cheap fingerprint (stat of every file a view reads) that changes when any of them does."""
         if ladder is None:
-            sig: list = [_stat(self.path)]
+            sig: list = [file_stat(self.path)]
             for name in self.ladders():
                 sig.append((name, self.signature(name)))
             return tuple(sig)
         ld = self.ladder_dir(ladder)
         if ld is None:
             return ()
-        sig = [_stat(ld), _stat(ld / ".index")]
+        sig = [file_stat(ld), file_stat(ld / ".index")]
         for step, d in self.step_dirs(ladder).items():
-            sig.append((step, str(d), *(_stat(d / f) for f in self.WATCHED)))
+            sig.append((step, str(d), *(file_stat(d / f) for f in self.WATCHED)))
         for name, d in self.imported(ladder).items():
-            sig.append((name, _stat(d / layout.METRICS), _stat(d / IMPORTED_META)))
+            sig.append((name, file_stat(d / layout.METRICS), file_stat(d / IMPORTED_META)))
         return tuple(sig)
 
 
@@ -158,7 +158,8 @@ def _pointer(ptr: Any, ladder_dir: Path) -> Path | None:
     return p
 
 
-def _stat(p: Path) -> tuple | None:
+def file_stat(p: Path) -> tuple | None:
+    """(inode, size, mtime in ns) of ``p``, None when it is absent: what a cache keyed on a file compares."""
     try:
         st = os.stat(p)
     except OSError:

@@ -2,9 +2,9 @@
 
 On a CPU, XLA runs one program per device and spreads each op over the intra-op thread pool; on
 small models the ops are too small to keep two cores busy. Splitting the process into one host
-device per core and training data-parallel over them (``ladder.train.parallel``) ran the trainer's
-own step 9-27% faster at d64-d256 on this 2-core machine (``make bench``), the same gain as two
-1-CPU rungs side by side against one 2-thread rung.
+device per core and training data-parallel over them (``ladder.train.parallel``) runs the trainer's
+own step faster at the default ladder's widths on a 2-core machine (``make bench`` measures both), as
+two 1-CPU rungs side by side beat one 2-thread rung.
 
 XLA reads ``--xla_force_host_platform_device_count`` once, when JAX first opens its CPU backend, so
 the flag must be in the environment of the process before that: the executor gives it to the Ray
