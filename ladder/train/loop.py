@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ladder.outputs.layout import write_json_atomic
@@ -44,10 +43,11 @@ from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_ch
 from ladder.train.metrics import JsonlWriter, SpikeDetector, read_jsonl
 from ladder.train.mirror import OutputDir, open_output
 from ladder.train.model import build
-from ladder.train.outputs import TrainConfigMismatch, check_same_config, summarise, write_json_lines
+from ladder.train.outputs import check_same_config, summarise, write_json_lines
 from ladder.train.parallel import plan
 from ladder.train.peaks import run_peak_flops
 from ladder.train.sigterm import Sigterm, any_process
+from ladder.train.start import start as run_start
 from ladder.train.stream import open_mixture
 
 
@@ -145,12 +145,7 @@ def train(
         mults = optim_lib.lr_multipliers(fm.param_names, rung.optim)
         # None on one device: the single-device path is left exactly as it was (bit-identical numerics).
         layout = plan(rung, fm.params, fm.bias, jax.eval_shape(opt.init, fm.params))
-        if layout is None:
-            params = {n: jnp.asarray(v) for n, v in fm.params.items()}
-            bias = {n: jnp.asarray(v) for n, v in fm.bias.items()}
-            opt_state = opt.init(params)
-        else:
-            params, bias, opt_state = layout.init(fm.params, fm.bias, opt)
+        if layout is not None:
             print(f"[ladder.train] {rung.name}: data parallel over {layout.n} {jax.local_devices()[0].platform} "
                   f"devices, parameters {layout.mode}", flush=True)
         lrs = optim_lib.lr_schedule(rung, total_steps).astype(np.float32)
@@ -160,25 +155,9 @@ def train(
 
         ckpt = Checkpointer(checkpoint_dir or out / "checkpoints",
                             shown_as=f"{output.url}/checkpoints" if output.remote else None)
-        start, wall_offset = 0, 0.0
-        restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
-        while restored is None and output.fetch_checkpoint():  # a URL's newest was unreadable: try the next
-            restored = ckpt.restore_latest(params, bias, opt_state, {"step": 0, "seed": 0, "wall_s": 0.0})
-        if restored is not None:
-            start, params, bias, opt_state, meta = restored
-            if int(np.asarray(meta["seed"])) != seed:
-                raise TrainConfigMismatch(f"{output.url or out}: its checkpoint at step {start} was trained with seed "
-                                          f"{int(np.asarray(meta['seed']))}, this run has seed {seed}; "
-                                          "train into another directory or remove it")
-            output.checkpoint(ckpt.max_to_keep)  # a corrupt checkpoint was moved aside: the URL's copy goes too
-            if layout is not None:
-                params, bias, opt_state = layout.place(params, bias, opt_state)
-            else:
-                params = {n: jnp.asarray(v) for n, v in params.items()}
-                bias = {n: jnp.asarray(v) for n, v in bias.items()}
-                opt_state = jax.tree.map(jnp.asarray, opt_state)
-            wall_offset = float(meta["wall_s"])
-            print(f"[ladder.train] {rung.name}: resumed from step {start}", flush=True)
+        begun = run_start(rung.name, seed, fm, opt, layout, ckpt, output)
+        start, wall_offset = begun.step, begun.wall_s
+        params, bias, opt_state = begun.params, begun.bias, begun.opt_state
 
         metrics_w = JsonlWriter(out / "metrics.jsonl", keep_until=start)
         eval_w = JsonlWriter(out / "eval.jsonl", keep_until=start)
@@ -295,9 +274,10 @@ def train(
                     if progress is not None:
                         # Rows arrive a compiled chunk at a time, so one logging interval's rate swings
                         # with where the chunk boundaries fall: the ETA uses the run's mean rate so far
-                        # (compiles excluded), the rate a user sees at the end too.
-                        rate = state["tokens_timed"] / state["time_timed"] if state["time_timed"] > 0 else tps
-                        left = (stop - step) * tokens_per_step / rate if rate > 0 else None
+                        # (compiles excluded), the rate a user sees at the end too. The first chunk's rows
+                        # have none: its time is mostly the compile, and a rate from it reads many times low.
+                        rate = state["tokens_timed"] / state["time_timed"] if state["time_timed"] > 0 else None
+                        left = (stop - step) * tokens_per_step / rate if rate else None
                         progress({"step": step, "total_steps": stop, "tokens": full["tokens"], "loss": full["loss"],
                                   "tokens_per_s": rate, "eta_s": left})
 

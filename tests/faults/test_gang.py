@@ -268,8 +268,9 @@ def test_a_stop_request_checkpoints_every_member_at_one_step_and_a_rerun_resumes
     got = stopped_rows + rows
     steps = [r["step"] for r in got]
     assert steps == sorted(set(steps)) and steps[0] <= at < steps[-1] == STEPS, steps
-    assert all(r["loss"] == losses[r["step"]] and r["total_steps"] == STEPS and r["tokens_per_s"] > 0
-               for r in got), got
+    assert all(r["loss"] == losses[r["step"]] and r["total_steps"] == STEPS for r in got), got
+    # a rate once a gang has timed a chunk past its compile (the first chunk of each start has none)
+    assert got[-1]["tokens_per_s"] > 0 and all(r["tokens_per_s"] is None or r["tokens_per_s"] > 0 for r in got), got
     assert all(r["step"] <= at for r in stopped_rows) and all(r["step"] > at for r in rows), (stopped_rows, rows)
 
 

@@ -79,6 +79,11 @@ def test_outputs_metrics_eval_result_and_branches(reference, moe_rung):
     assert seen["ckpts"] == [4, 8, 12, 16, 20, 24, 28, 32] and seen["end"] == ["SUCCESS"]
     assert seen["progress"][-1]["step"] == STEPS and seen["progress"][-1]["total_steps"] == STEPS
     assert {"tokens", "loss", "tokens_per_s", "eta_s"} <= set(seen["progress"][-1])
+    # No rate from the first chunk, whose time is mostly its compile; from the next on, the mean so far.
+    first_chunk = min(seen["ckpts"])  # chunks end at every boundary; checkpoints here are the first ones
+    rates = {p["step"]: (p["tokens_per_s"], p["eta_s"]) for p in seen["progress"]}
+    assert min(rates) <= first_chunk and all(rates[s] == (None, None) for s in rates if s <= first_chunk), rates
+    assert all(r > 0 and eta >= 0 for s, (r, eta) in rates.items() if s > first_chunk), rates
     # a finished run is not retrained
     again = train(moe_rung, to_dict(data_spec_of(out)), out)
     assert again == json.loads((out / "result.json").read_text())
