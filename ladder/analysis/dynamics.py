@@ -1,7 +1,8 @@
 """Training-dynamics envelopes: the rungs' grad norm, MoE drop rate and load imbalance, and router-bias
 norm against the fraction of the run, extrapolated to the hero.
 
-Rule (per metric, per tenth of the run): each rung's median log value over the steps in that tenth is
+Rule (per metric, per tenth of the run): each rung's median log value over the steps in that tenth (for a
+metric with a floor, the log of its excess over the floor: the load max/mean's over 1) is
 regressed on log active parameters across the rungs (least squares); the hero's value is the line at
 its size, with the regression's prediction interval (Student's t at n - 2 degrees of freedom, the
 leverage of a point that far out) widened by the rungs' own per-step scatter within the tenth (a
@@ -63,13 +64,14 @@ def rung_frames(dep_dirs: dict[str, str], runs: list[str]) -> list[tuple[str, fl
 def envelope(rungs: list[tuple[str, float, pd.DataFrame]], size: float, metric: str, level: float) -> pd.DataFrame:
     """frac_lo, frac_hi, centre, lower, upper of `metric` for a run of `size` active params (empty when < 3 rungs)."""
     rows = []
+    floor = UPPER_ONLY.get(metric, 0.0)  # regressed in log(value - floor): the centre never falls below it
     for lo, hi in zip(BINS[:-1], BINS[1:], strict=True):
         xs, ms, within = [], [], []
         for _, n, f in rungs:
             if metric not in f:
                 continue
             v = f[(f["frac"] > lo) & (f["frac"] <= hi + 1e-12)][metric].to_numpy(float)
-            v = np.log(v[v > 0])
+            v = np.log(v[v > floor] - floor)
             if v.size == 0:
                 continue
             xs.append(math.log(n))
@@ -88,9 +90,9 @@ def envelope(rungs: list[tuple[str, float, pd.DataFrame]], size: float, metric: 
         one_sided = metric in UPPER_ONLY
         q = float(student_t(dof).ppf(level if one_sided else 0.5 + level / 2)) if dof > 0 else float("inf")
         centre = a + b * x0
-        lower = UPPER_ONLY[metric] if one_sided else math.exp(centre - q * sigma)
-        rows.append({"frac_lo": float(lo), "frac_hi": float(hi), "centre": math.exp(centre),
-                     "lower": lower, "upper": math.exp(centre + q * sigma), "rungs": len(x)})
+        lower = floor if one_sided else floor + math.exp(centre - q * sigma)
+        rows.append({"frac_lo": float(lo), "frac_hi": float(hi), "centre": floor + math.exp(centre),
+                     "lower": lower, "upper": floor + math.exp(centre + q * sigma), "rungs": len(x)})
     return pd.DataFrame(rows)
 
 

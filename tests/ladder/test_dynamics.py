@@ -58,3 +58,15 @@ def test_followed_drop_rate_alerts_above_its_bound_never_below():
     assert envelope_events(_frame(hero, 9, scale=0.01), envs, state) == []
     events = envelope_events(_frame(hero, 9, scale=100.0), envs, state)
     assert [(e["metric"], e["side"], e["step"]) for e in events] == [("drop_rate", "above", 1)]
+
+
+def test_the_load_envelope_follows_the_excess_over_its_floor_and_never_falls_below_it():
+    """The rungs' load max/mean is 1 plus a power law of size: extrapolated a millionfold out, the centre is
+    that power law's excess (the log of the value itself, regressed, fell below 1 there)."""
+    rungs, hero = _rungs(), 1e9
+    load = envelope(rungs, hero, "expert_load_max_over_mean", 0.9)
+    want = 0.2 * (hero / 1e3) ** -0.3  # the rungs' excess at the hero's size, before their per-step scatter
+    assert len(load) == 10 and (load["centre"] > 1.0).all() and (load["upper"] > load["centre"]).all()
+    # the per-step scatter (5%, four steps a tenth) moves each tenth's medians and so its slope: within a
+    # factor 2 at 125,000 times the largest rung's size
+    assert np.allclose(np.log(load["centre"] - 1.0), np.log(want), atol=np.log(2.0)), (load["centre"] - 1, want)
