@@ -45,23 +45,41 @@ class Axis:
     target_flops: float
 
 
-def run_order(points: pd.DataFrame) -> list[str]:
-    return list(points.groupby("run")["total_flops"].first().sort_values().index)
+def sizes(points: pd.DataFrame, total: str = "total_flops") -> list[list[str]]:
+    """The runs grouped by their total compute (column ``total``), smallest first: replicas of one size (other
+    seeds, the same compute) share a group, so no backtest predicts a run from its own size (zero decades out)."""
+    groups: list[list[str]] = []
+    last = None
+    for run, flops in points.groupby("run")[total].first().sort_values().items():
+        if last is not None and math.isclose(float(flops), last, rel_tol=1e-6):
+            groups[-1].append(str(run))
+        else:
+            groups.append([str(run)])
+        last = float(flops)
+    return groups
+
+
+def below(groups: list[list[str]], k: int) -> list[str]:
+    """Every run of the ``k`` smallest sizes."""
+    return [run for group in groups[:k] for run in group]
 
 
 def splits(points: pd.DataFrame) -> list[tuple[list[str], str]]:
-    """(train runs, target run): leave the largest out, then the two largest, ... down to 2 training runs."""
-    order = run_order(points)
-    return [(order[:len(order) - k], order[len(order) - k]) for k in range(1, len(order) - 1)]
+    """(train runs, target run): leave the largest size out, then the two largest, ... down to 2 training
+    sizes; each run of the left-out size is a target (a replica, another check at the same distance)."""
+    groups = sizes(points)
+    n = len(groups)
+    return [(below(groups, n - k), target) for k in range(1, n - 1) for target in groups[n - k]]
 
 
 def calibration_pairs(points: pd.DataFrame) -> list[tuple[list[str], str]]:
-    """splits() first, then every other (smaller runs, a larger target) pair from 2 training runs up:
+    """splits() first, then every other (smaller sizes, a larger target) pair from 2 training sizes up:
     more than one distance per training set, so the band's growth with distance is measured, not assumed
     (on Marin's rungs d768-d1024 -> d2048 reaches 45x, 1.65 decades, beside the splits' 5.6x and 8x)."""
-    order = run_order(points)
+    groups = sizes(points)
     first = splits(points)
-    rest = [(order[:k], t) for k in range(2, len(order)) for t in order[k:] if (order[:k], t) not in first]
+    rest = [(below(groups, k), t) for k in range(2, len(groups)) for group in groups[k:] for t in group
+            if (below(groups, k), t) not in first]
     return first + rest
 
 

@@ -90,11 +90,11 @@ def _compact(bt: dict) -> dict:
 
 def fit_progress(config: dict, dep_dirs: dict[str, str], out_dir: str, fit: FitSpec, hero: RungSpec | None) -> dict[str, Any] | None:
     """Choose the law by backtests, forecast the hero's curve with its band, and Marin's baseline; None without curves."""
-    from fits.matched_progress_choice import CANDIDATES, calibration_backtests, choose, nested_coverage
+    from fits.matched_progress_choice import CANDIDATES, calibration_backtests, choose, nested_coverage, sizes
     from fits.matched_progress_forecast import forecast
 
     points, complete = curve_points(config["rungs"], dep_dirs, fit)
-    if fit.curve_fit == "none" or points.empty or points["run"].nunique() < 3 or hero is None:
+    if fit.curve_fit == "none" or points.empty or len(sizes(points, "total_ours")) < 3 or hero is None:
         return None
     out = Path(out_dir)
     layout.write_csv_atomic(out / POINTS_CSV, points)

@@ -102,6 +102,7 @@ def forecasts(fit_dir: str, curves: pd.DataFrame, cache_dir: Path, hero_domains:
     The law is the one the fit chose on the imported curves; for rungs trained here (`trained`: their
     dep_dirs, names and the hero's FLOPs) the curve law is chosen here by the same backtests on the
     macro eval curves, then refitted per domain."""
+    from fits.matched_progress_choice import sizes
     from ladder.analysis.curve_laws import POINTS_CSV
 
     doc = (layout.read_json(Path(fit_dir) / layout.FIT, {}) or {}).get("progress") or {}
@@ -112,7 +113,7 @@ def forecasts(fit_dir: str, curves: pd.DataFrame, cache_dir: Path, hero_domains:
         points = pd.read_csv(points_path)
     elif trained is not None:
         points = trained_points(trained[0], trained[1])
-        if points.empty or points["run"].nunique() < 3:
+        if points.empty or len(sizes(points, "total_ours")) < 3:
             return []
         doc = {"hero_totals": {"ours": float(trained[2])}, "complete": {r: True for r in points["run"].unique()}}
     else:
@@ -133,7 +134,7 @@ def forecasts(fit_dir: str, curves: pd.DataFrame, cache_dir: Path, hero_domains:
 
 
 def _compute(points: pd.DataFrame, curves: pd.DataFrame, doc: dict, level: float) -> list[dict]:
-    from fits.matched_progress_choice import CANDIDATES, backtest, band, calibration_backtests
+    from fits.matched_progress_choice import CANDIDATES, backtest, band, below, calibration_backtests, sizes
     from fits.matched_progress_forecast import forecast
     from ladder.analysis.curve_laws import axes
 
@@ -149,16 +150,15 @@ def _compute(points: pd.DataFrame, curves: pd.DataFrame, doc: dict, level: float
     for domain, grp in curves.groupby("domain", sort=True):
         g = grp.rename(columns={"name": "run", "loss": "domain_loss"})[["run", "step", "domain_loss"]]
         pts = points.merge(g, on=["run", "step"], how="inner")
-        if pts["run"].nunique() < 3:
-            continue
         pts = pts.assign(loss=pts["domain_loss"]).drop(columns="domain_loss")
         axis = next((a for a in axes(pts, doc["hero_totals"]) if a.name == doc["chosen"]["axis"]), None)
-        if axis is None:
+        if axis is None or len(sizes(axis.points)) < 3:
             continue
         try:
             cal = calibration_backtests(axis.points, fit_fn)
-            order = list(axis.points.groupby("run")["total_flops"].first().sort_values().index)
-            fitted[str(domain)] = (axis, cal, backtest(axis.points, fit_fn, order[:-1], order[-1]))
+            groups = sizes(axis.points)  # the largest size's last run, from the smaller sizes (not its replicas)
+            fitted[str(domain)] = (axis, cal, backtest(axis.points, fit_fn, below(groups, len(groups) - 1),
+                                                       groups[-1][-1]))
         except (ValueError, np.linalg.LinAlgError):
             continue
     pooled = [b for _, cal, _ in fitted.values() for b in cal]

@@ -78,14 +78,14 @@ def load_context(fit_dir: str | None, predict_dir: str | None, total_steps: int,
 
 def _trained_context(prior: pd.DataFrame, pred: dict, level: float, total_steps: int, batch_tokens: int,
                      dep_dirs: dict[str, str], rungs: list[str]) -> Context:
-    from fits.matched_progress_choice import CANDIDATES, choose
+    from fits.matched_progress_choice import CANDIDATES, choose, sizes
     from ladder.analysis.curve_laws import axes
     from ladder.analysis.domain_forecasts import trained_points
 
     hero_flops = (pred.get("hero") or {}).get("flops")
     points = trained_points(dep_dirs, rungs)
-    if not hero_flops or points.empty or points["run"].nunique() < 3:
-        raise NoForecast("the ladder has no curve forecast to follow against: it needs 3 or more rungs with eval "
+    if not hero_flops or points.empty or len(sizes(points, "total_ours")) < 3:
+        raise NoForecast("the ladder has no curve forecast to follow against: it needs 3 or more rung sizes with eval "
                          "points (trained here, or imported with `ladder import-results`) and `ladder submit SPEC`")
     cands = axes(points, {"ours": float(hero_flops)})
     _, best = choose(cands)
@@ -100,7 +100,7 @@ def _trained_context(prior: pd.DataFrame, pred: dict, level: float, total_steps:
 def rung_profile(ctx: Context) -> dict:
     """The rungs' snapshot error by horizon (follow_bands), over every calibration pair; with the shape centre's
     (shape_centre) and the backtests that choose between the two centres (choose_centre)."""
-    from fits.matched_progress_choice import calibration_pairs, run_order
+    from fits.matched_progress_choice import below, calibration_pairs, sizes
 
     points = ctx.axis.points
     errs = rung_horizon_errors(points, ctx.fit_fn, calibration_pairs(points))
@@ -113,9 +113,12 @@ def rung_profile(ctx: Context) -> dict:
     # others (the law refitted on all of them, the shape of the next largest). Pooled over every pair, the law's
     # backtests from two rungs understate what it does from all of them: on Marin's rungs the pooled profile
     # chose the shape, which then missed the 535B hero by far more than the law (experiments/follow_record.md).
-    order = run_order(points)
-    law_last = errs[(errs["predict"] == order[-1]) & (errs["fit_on"] == ",".join(order[:-1]))]
-    shape_last = shape_errs[(shape_errs["predict"] == order[-1]) & (shape_errs["fit_on"] == order[-2])]
+    # With replicas, the largest size's every run from the smaller sizes (never from its own size's replica).
+    groups = sizes(points)
+    largest, smaller = groups[-1], below(groups, len(groups) - 1)
+    law_last = errs[errs["predict"].isin(largest) & (errs["fit_on"] == ",".join(smaller))]
+    shape_last = shape_errs[shape_errs["predict"].isin(largest)
+                            & shape_errs["fit_on"].isin(groups[-2] if len(groups) > 1 else [])]
     first = float(points[points["run"] == largest_run(points)]["frac"].min())
     prof["choice"] = {name: horizon_profile(e["h"].to_numpy(float), np.abs(e["log_error"].to_numpy(float)))
                       for name, e in (("law", law_last), ("shape", shape_last))}

@@ -37,11 +37,13 @@ def carried(points: pd.DataFrame, run: str, at: float, seen_loss: float, fracs: 
 def shape_errors(points: pd.DataFrame) -> pd.DataFrame:
     """Every (smaller rung's shape -> larger rung) snapshot backtest's later points: the columns of
     follow_bands.rung_horizon_errors, so the two are pooled and compared the same way."""
-    totals = points.groupby("run")["total_flops"].first().sort_values()
-    order = list(totals.index)
+    from fits.matched_progress_choice import sizes
+
+    totals = points.groupby("run")["total_flops"].first()
+    groups = sizes(points)
     rows = []
-    for i, src in enumerate(order):
-        for tgt in order[i + 1:]:
+    for i, src in ((i, src) for i, group in enumerate(groups) for src in group):
+        for tgt in (tgt for group in groups[i + 1:] for tgt in group):  # a larger size: never a replica of its own
             decades = math.log10(float(totals[tgt]) / float(totals[src]))
             f, log_l = _log_shape(points, tgt)
             for at in SNAP_GRID:

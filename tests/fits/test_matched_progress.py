@@ -110,3 +110,25 @@ def test_rungs_only_forecast_against_the_hero_and_marin(marin):
     here = float(np.interp(at, snap["frac"], snap["loss"]))
     assert here == pytest.approx(float(seen["loss"].iloc[-1]), rel=0.01)
     assert sinfo["lower"] < sinfo["predicted_final"] < sinfo["upper"]
+
+
+def _sized(runs: dict[str, float]) -> pd.DataFrame:
+    """Two points of each run at its total compute: only the runs' sizes matter to the splits."""
+    return pd.DataFrame([{"run": r, "frac": f, "total_flops": c} for r, c in runs.items() for f in (0.5, 1.0)])
+
+
+def test_replicas_of_one_size_are_never_a_backtest_of_each_other():
+    """The default ladder trains every size on two seeds: a pair whose target has its own size in the training
+    set is no extrapolation (zero decades), and scaled to the hero's distance it made a band of [0.003, 400]."""
+    from fits.matched_progress_choice import calibration_pairs, sizes
+
+    plain = _sized({"a": 1e15, "b": 2e15, "c": 4e15, "d": 8e15})
+    assert splits(plain) == [(["a", "b", "c"], "d"), (["a", "b"], "c")]  # one run a size: as before
+    assert calibration_pairs(plain) == [(["a", "b", "c"], "d"), (["a", "b"], "c"), (["a", "b"], "d")]
+
+    twins = _sized({"a": 1e15, "a_r1": 1e15, "b": 2e15, "b_r1": 2e15 * (1 + 1e-9), "c": 4e15, "c_r1": 4e15})
+    assert sizes(twins) == [["a", "a_r1"], ["b", "b_r1"], ["c", "c_r1"]]
+    assert splits(twins) == [(["a", "a_r1", "b", "b_r1"], "c"), (["a", "a_r1", "b", "b_r1"], "c_r1")]
+    totals = twins.groupby("run")["total_flops"].first()
+    for train, target in calibration_pairs(twins):
+        assert totals[target] > totals[train].max() * 1.5, (train, target)  # a size further out, every time

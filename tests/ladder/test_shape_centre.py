@@ -63,3 +63,14 @@ def test_the_centre_is_the_one_that_backtests_better_on_the_largest_rung_at_the_
     assert choose_centre({"choice": {**rungs["choice"], "shape_from_frac": 0.95}}, 0.9) == ("law", {})
     # a profile cached before the shape rule (a follow directory from an earlier version) has the law alone
     assert choose_centre(prof(0.05, 0.08), 0.9)[0] == "law"
+
+
+def test_a_replica_is_no_shape_source_for_its_own_size():
+    """Replicas (another seed, the same compute) carry no shape to each other: zero decades is no backtest."""
+    from ladder.analysis.shape_centre import shape_errors
+
+    pts = _rungs(0.1)
+    twins = pd.concat([pts, pts.assign(run=pts["run"] + "_r1", loss=pts["loss"] * 1.01)], ignore_index=True)
+    errs = shape_errors(twins)
+    assert len(errs) > 0 and (errs["decades"] > 0.25).all()  # 2x apart at least
+    assert set(errs["fit_on"]) == {"rung_1", "rung_1_r1", "rung_2", "rung_2_r1", "rung_3", "rung_3_r1"}
