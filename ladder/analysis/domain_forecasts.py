@@ -6,7 +6,7 @@ the others), scored where the hero has the domain.
 Domain curves come from the rungs' eval.jsonl (eval_loss/<domain>, trained here) or from an imported
 long file (`ladder import-results SPEC domain_curves.csv`: rung or name, step, domain, loss), kept at
 <root>/<ladder>/imported_domain_curves.csv. A fit per domain and per backtest is seconds, so the
-result is cached beside it under domains/<digest of its inputs>.json.
+result is cached beside it under domains/<digest of its inputs and of the code that computes it>.json.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def forecasts(fit_dir: str, curves: pd.DataFrame, cache_dir: Path, hero_domains:
         doc = {"hero_totals": {"ours": float(trained[2])}, "complete": {r: True for r in points["run"].unique()}}
     else:
         return []
-    inputs = json.dumps([doc.get("chosen"), doc.get("hero_totals"), level, BAND_RULE], sort_keys=True)
+    inputs = json.dumps([doc.get("chosen"), doc.get("hero_totals"), level, BAND_RULE, _code_digest()], sort_keys=True)
     key = hashlib.sha256(points.to_csv(index=False).encode() + curves.to_csv(index=False).encode()
                          + inputs.encode()).hexdigest()[:16]
     cached = layout.read_json(cache_dir / f"{key}.json", None)
@@ -131,6 +131,20 @@ def forecasts(fit_dir: str, curves: pd.DataFrame, cache_dir: Path, hero_domains:
             r.update({"actual_final": actual, "relative_error": r["predicted_final"] / actual - 1,
                       "inside": r["lower"] <= actual <= r["upper"]})
     return rows
+
+
+def _code_digest() -> str:
+    """The source of the code that computes a domain's rows, in its cache key: rows an earlier rule computed
+    (a report refreshed after an upgrade) are not served for this one's."""
+    import fits.matched_progress
+    import fits.matched_progress_choice
+    import fits.matched_progress_forecast
+    from ladder.analysis import curve_laws
+
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for module in (fits.matched_progress, fits.matched_progress_choice, fits.matched_progress_forecast, curve_laws):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _compute(points: pd.DataFrame, curves: pd.DataFrame, doc: dict, level: float) -> list[dict]:
