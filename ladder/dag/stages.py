@@ -29,12 +29,12 @@ from ladder.dag.train_steps import run_data, train_config, training_step
 from ladder.spec import LadderSpec, RungSpec, to_dict
 
 FIT_FN = "ladder.dag.step_fns:fit_step"
-# How often `ladder train`'s driver of a gang reads its progress and passes a stop on (seconds).
-GANG_POLL_S = 1.0
 PREDICT_FN = "ladder.dag.step_fns:predict_step"
 GATE_FN = "ladder.dag.step_fns:gate_step"
 REPORT_FN = "ladder.dag.step_fns:report_step"
 IMPORT_FN = "ladder.dag.step_fns:import_step"
+# How often `ladder train`'s driver of a gang reads its progress and passes a stop on (seconds).
+GANG_POLL_S = 1.0
 
 
 def build_steps(spec: LadderSpec) -> list:
