@@ -25,6 +25,7 @@ from ladder.cli.common import (
 )
 from ladder.cli.options import address_option, example, json_option, root_option, table_width
 from ladder.dag.plan_costs import print_plan as _print_plan
+from ladder.executor.console import progress_interval, progress_printer
 from ladder.spec import LadderSpec
 from ladder.train.peaks import ACCELERATORS, accelerator_peak
 
@@ -75,6 +76,7 @@ def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_
     if dry_run:
         _print_plan(spec, force=(), as_json=as_json, rerun_stale=rerun_stale)
         return 0
+    progress_interval()  # a bad LADDER_PROGRESS_INTERVAL is one line before anything starts
     summary = stages.run_ladder(
         spec, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate, "wandb_mode": wandb_mode},
@@ -109,6 +111,7 @@ def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, 
     if dry_run:
         _print_plan(spec, force=steps, as_json=as_json)
         return 0
+    progress_interval()
     summary = stages.run_ladder(
         spec, force=steps, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate},
@@ -229,9 +232,7 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
     names = [r.name for r in spec.all_runs()]
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
-    from ladder.executor.console import progress_printer
-
-    progress = progress_printer(rung_name, float(os.environ.get("LADDER_PROGRESS_INTERVAL", "60")))
+    progress = progress_printer(rung_name, progress_interval())
     try:
         result = stages.train_alone(spec, rung_name, max_steps=steps, progress=progress)
     except Exception as e:

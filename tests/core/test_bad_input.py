@@ -113,6 +113,17 @@ def test_bad_cli_arguments(tmp_path, monkeypatch, args, needle):
     assert not (tmp_path / "root").exists()
 
 
+@pytest.mark.parametrize("command", ["train", "submit"])
+def test_a_progress_interval_that_is_not_seconds_is_one_line(tmp_path, monkeypatch, command):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LADDER_PROGRESS_INTERVAL", "soon")
+    args = [command, "experiments/smoke.py", *(["rung_1"] if command == "train" else []), "--root", str(tmp_path / "root")]
+    code, out, err = _run(args)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "LADDER_PROGRESS_INTERVAL: 'soon' is not a number of seconds" in lines[0], err
+    assert not (tmp_path / "root").exists()
+
+
 def test_console_script_exits_2_without_traceback(tmp_path):
     exp = tmp_path / "exp.py"
     exp.write_text(BASE + "\nLADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)\n")
