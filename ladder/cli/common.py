@@ -131,3 +131,19 @@ def _positive(ctx, param, value):
     if value is not None and value <= 0:
         raise click.BadParameter(f"must be positive, got {value}")
     return value
+
+
+def progress_interval() -> float:
+    """``LADDER_PROGRESS_INTERVAL`` in seconds (60 when unset); a value that is not a number of seconds is one
+    line and exit 2, before anything runs."""
+    import math
+
+    raw = os.environ.get("LADDER_PROGRESS_INTERVAL", "60")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not seconds >= 0:
+        raise UserError(f"LADDER_PROGRESS_INTERVAL: {raw!r} is not a number of seconds; set it to one (e.g. 60) "
+                        "or unset it")
+    return seconds

@@ -20,12 +20,12 @@ from ladder.cli.common import (
     UserError,
     _positive,
     _spec,
+    progress_interval,
     set_option,
     spec_argument,
 )
 from ladder.cli.options import address_option, example, json_option, root_option, table_width
 from ladder.dag.plan_costs import print_plan as _print_plan
-from ladder.executor.console import progress_interval, progress_printer
 from ladder.spec import LadderSpec
 from ladder.train.peaks import ACCELERATORS, accelerator_peak
 
@@ -232,6 +232,8 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
     names = [r.name for r in spec.all_runs()]
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
+    from ladder.executor.console import progress_printer
+
     progress = progress_printer(rung_name, progress_interval())
     try:
         result = stages.train_alone(spec, rung_name, max_steps=steps, progress=progress)

@@ -7,7 +7,6 @@ its status, and for a training step a line about every minute (step, loss, token
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -48,22 +47,6 @@ def progress_row(name: str, state: str, prog: Mapping, started: float | None) ->
             _fmt_eta(prog.get("eta_s")), _fmt_eta(elapsed)]
 
 
-def progress_interval() -> float:
-    """``LADDER_PROGRESS_INTERVAL`` in seconds (60 when unset); a value that is not a number of seconds is an
-    input error (one line, exit 2), raised before anything runs."""
-    from fits.errors import InputError
-
-    raw = os.environ.get("LADDER_PROGRESS_INTERVAL", "60")
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not seconds >= 0:
-        raise InputError(f"LADDER_PROGRESS_INTERVAL: {raw!r} is not a number of seconds; set it to one (e.g. 60) "
-                         "or unset it")
-    return seconds
-
-
 def progress_printer(name: str, every_s: float, stream=None) -> Callable[[Mapping], None]:
     """``progress(row)`` for a run outside a ladder (``ladder train``): a line at the first row, then at
     most one every ``every_s`` seconds, and at the run's last step."""
@@ -88,7 +71,8 @@ def ProgressView(store: Store, title: str = "", stream=None):  # noqa: N802 (the
     stream = stream if stream is not None else sys.stderr
     if stream.isatty():
         return LiveView(store, title)
-    return LineView(store, title, stream=stream, every_s=progress_interval())
+    every = float(os.environ.get("LADDER_PROGRESS_INTERVAL", "60"))  # the commands check it first (cli.common)
+    return LineView(store, title, stream=stream, every_s=every)
 
 
 class LineView:
