@@ -302,6 +302,7 @@ def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_
         for e in entries:
             click.echo(f"{e.name:<24} {e.action:<5} {e.path}")
         return 0
+    progress_interval()
     summary = sweep_lib.run_sweep(spec, runs, address=address or os.environ.get("RAY_ADDRESS"),
                                   max_concurrent=max_concurrent, show_progress=True)
     if not summary.ok:

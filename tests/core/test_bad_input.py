@@ -113,11 +113,11 @@ def test_bad_cli_arguments(tmp_path, monkeypatch, args, needle):
     assert not (tmp_path / "root").exists()
 
 
-@pytest.mark.parametrize("command", ["train", "submit"])
+@pytest.mark.parametrize("command", [["train", "rung_1"], ["submit"], ["rerun", "rung_1"], ["sweep", "--rungs", "rung_1"]])
 def test_a_progress_interval_that_is_not_seconds_is_one_line(tmp_path, monkeypatch, command):
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("LADDER_PROGRESS_INTERVAL", "soon")
-    args = [command, "experiments/smoke.py", *(["rung_1"] if command == "train" else []), "--root", str(tmp_path / "root")]
+    args = [command[0], "experiments/smoke.py", *command[1:], "--root", str(tmp_path / "root")]
     code, out, err = _run(args)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "LADDER_PROGRESS_INTERVAL: 'soon' is not a number of seconds" in lines[0], err
