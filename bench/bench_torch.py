@@ -145,8 +145,8 @@ def _print(rows, trees, configs, times, torch_times, digests, rev, base_hash, ro
     for row in rows:
         cells = []
         for d in configs:
-            i = rows.index(row)
-            same = digests[("this", d)][i:i + 1] == digests[(base, d)][i:i + 1] != []
+            mine, theirs = (dict(zip(rows, digests[(tree, d)], strict=False)) for tree in ("this", base))
+            same = row in mine and mine[row] == theirs.get(row)
             ratios = [b / t for t, b in zip(times[("this", d)][row], times[(base, d)][row], strict=True)]
             cells.append(f"{d} dev: {'same program' if same else 'program differs'}, {statistics.median(ratios):.3f}x "
                          f"({min(ratios):.3f}-{max(ratios):.3f})")

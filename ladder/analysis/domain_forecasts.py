@@ -166,11 +166,12 @@ def _compute(points: pd.DataFrame, curves: pd.DataFrame, doc: dict, level: float
         pts = points.merge(g, on=["run", "step"], how="inner")
         pts = pts.assign(loss=pts["domain_loss"]).drop(columns="domain_loss")
         axis = next((a for a in axes(pts, doc["hero_totals"]) if a.name == doc["chosen"]["axis"]), None)
-        if axis is None or len(sizes(axis.points)) < 3:
+        groups = sizes(axis.points) if axis is not None else []
+        if len(groups) < 3:
             continue
         try:
             cal = calibration_backtests(axis.points, fit_fn)
-            groups = sizes(axis.points)  # the largest size's last run, from the smaller sizes (not its replicas)
+            # the largest size's last run, from the smaller sizes (not its replicas)
             fitted[str(domain)] = (axis, cal, backtest(axis.points, fit_fn, below(groups, len(groups) - 1),
                                                        groups[-1][-1]))
         except (ValueError, np.linalg.LinAlgError):

@@ -42,19 +42,20 @@ def shape_errors(points: pd.DataFrame) -> pd.DataFrame:
     totals = points.groupby("run")["total_flops"].first()
     groups = sizes(points)
     rows = []
-    for i, src in ((i, src) for i, group in enumerate(groups) for src in group):
-        for tgt in (tgt for group in groups[i + 1:] for tgt in group):  # a larger size: never a replica of its own
-            decades = math.log10(float(totals[tgt]) / float(totals[src]))
-            f, log_l = _log_shape(points, tgt)
-            for at in SNAP_GRID:
-                seen = f <= at + 1e-9
-                if not seen.any() or seen.all():
-                    continue
-                a = float(f[seen][-1])  # the target's latest point at the snapshot, as a hero's would be
-                g = f[~seen]
-                pred = np.log(carried(points, src, a, math.exp(log_l[seen][-1]), g))
-                rows += [{"predict": tgt, "fit_on": src, "decades": decades, "at": a, "frac": float(x),
-                          "h": math.log(x / a), "log_error": float(e)} for x, e in zip(g, pred - log_l[~seen], strict=True)]
+    pairs = [(src, tgt) for i, group in enumerate(groups) for src in group
+             for larger in groups[i + 1:] for tgt in larger]  # a larger size: never a replica of its own
+    for src, tgt in pairs:
+        decades = math.log10(float(totals[tgt]) / float(totals[src]))
+        f, log_l = _log_shape(points, tgt)
+        for at in SNAP_GRID:
+            seen = f <= at + 1e-9
+            if not seen.any() or seen.all():
+                continue
+            a = float(f[seen][-1])  # the target's latest point at the snapshot, as a hero's would be
+            g = f[~seen]
+            pred = np.log(carried(points, src, a, math.exp(log_l[seen][-1]), g))
+            rows += [{"predict": tgt, "fit_on": src, "decades": decades, "at": a, "frac": float(x),
+                      "h": math.log(x / a), "log_error": float(e)} for x, e in zip(g, pred - log_l[~seen], strict=True)]
     return pd.DataFrame(rows, columns=["predict", "fit_on", "decades", "at", "frac", "h", "log_error"])
 
 

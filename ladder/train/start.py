@@ -35,9 +35,8 @@ def fresh(fm, opt, layout: Layout | None) -> tuple[dict, dict, Any]:
     """(params, bias, optimizer state) of a new run, placed on the run's devices."""
     if layout is not None:
         return layout.init(fm.params, fm.bias, opt)
-    params = {n: jnp.asarray(v) for n, v in fm.params.items()}
-    bias = {n: jnp.asarray(v) for n, v in fm.bias.items()}
-    return params, bias, opt.init(params)
+    params = jax.tree.map(jnp.asarray, fm.params)
+    return params, jax.tree.map(jnp.asarray, fm.bias), opt.init(params)
 
 
 def start(name: str, seed: int, fm, opt, layout: Layout | None, ckpt: Checkpointer, output: OutputDir) -> Start:
@@ -59,8 +58,6 @@ def start(name: str, seed: int, fm, opt, layout: Layout | None, ckpt: Checkpoint
     if layout is not None:
         params, bias, opt_state = layout.place(params, bias, opt_state)
     else:
-        params = {n: jnp.asarray(v) for n, v in params.items()}
-        bias = {n: jnp.asarray(v) for n, v in bias.items()}
-        opt_state = jax.tree.map(jnp.asarray, opt_state)
+        params, bias, opt_state = jax.tree.map(jnp.asarray, (params, bias, opt_state))
     print(f"[ladder.train] {name}: resumed from step {step}", flush=True)
     return Start(step, params, bias, opt_state, float(meta["wall_s"]))
