@@ -1,7 +1,7 @@
 """What a compiled train call costs besides its steps: why the trainer runs 64 steps a call.
 
 The default ladder's hero (experiments/tiny.py: d72, batch 10, seq 128, MoE top-2 of 8) and its largest
-rung (d48) are timed through the trainer's own chunk (``ladder.train.jitted.make_train_chunk``), on one
+rung (d48) are timed through the trainer's own chunk (``ladder.trainers.builtin.jitted.make_train_chunk``), on one
 XLA device and on one host device per core (a child process started with that XLA flag, as a
 multi-CPU run is), at 1, 8 and 64 steps per call. The rounds alternate the call lengths, so the
 machine's drift hits every column alike; each cell is the median over rounds of the per-call mean.
@@ -55,7 +55,7 @@ def _child(names: list[str], rounds: int) -> None:
 
 
 def _run(n_devices: int, names: list[str], rounds: int) -> dict:
-    from ladder.train.hostdevices import xla_flags
+    from ladder.trainers.builtin.hostdevices import xla_flags
 
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     if n_devices > 1:

@@ -1,4 +1,4 @@
-"""Two 1-CPU runs side by side, pinned to a core each (ladder.train.cores) against left to the OS.
+"""Two 1-CPU runs side by side, pinned to a core each (ladder.trainers.builtin.cores) against left to the OS.
 
 The default ladder's rung_1, rung_2 and rung_5 sizes (two seeds each, as `make demo` runs them), 800 steps,
 two processes at once, the two settings alternated in one run. Figures: each pair's tokens/s
@@ -25,13 +25,13 @@ def _child(rung_name: str, out: str) -> None:
     import jax
 
     from ladder.spec.load import load_spec
-    from ladder.train.cores import pinned
+    from ladder.trainers.builtin.cores import pinned
 
     jax.devices()  # as the ladder's train step does: XLA starts seeing every core, then the pin
     spec = load_spec(os.path.join(REPO, "experiments", "tiny.py"))
     rung = next(r for r in spec.rungs if r.name == rung_name)
     with pinned(1.0 if os.environ.get("PIN") == "1" else 0.0) as got:
-        from ladder.train import train
+        from ladder.trainers.builtin import train
 
         t = time.perf_counter()
         r = train(rung, spec.data, out, max_steps=STEPS)

@@ -31,10 +31,10 @@ MEMORY_CHILD = r"""
 import json, sys
 import jax, numpy as np
 from ladder.spec import ModelSpec, Resources, RungSpec
-from ladder.train import optim
-from ladder.train.jitted import make_train_chunk
-from ladder.train.model import build
-from ladder.train.parallel import plan
+from ladder.trainers.builtin import optim
+from ladder.trainers.builtin.jitted import make_train_chunk
+from ladder.trainers.builtin.model import build
+from ladder.trainers.builtin.parallel import plan
 n = len(jax.local_devices())
 spec = ModelSpec(d_model=256, n_layers=4, n_heads=4)
 rung = RungSpec(name="m", model=spec, tokens=16 * 256 * 10, batch_size=16, seq_len=256, seed=0,

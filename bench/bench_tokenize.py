@@ -43,7 +43,7 @@ def sample():
 threading.Thread(target=sample, daemon=True).start()
 cfg = json.loads(sys.argv[1])
 from ladder.spec import data_from_dict, rung_from_dict
-from ladder.train import train
+from ladder.trainers.builtin import train
 t0 = time.perf_counter()
 r = train(rung_from_dict(cfg["rung"]), data_from_dict(cfg["data"]), cfg["out"], shard_dirs=cfg.get("shards"),
           max_steps=cfg.get("max_steps"))
@@ -55,7 +55,7 @@ print("RESULT " + json.dumps({"peak_rss_anon": peak[0], "status": r["status"], "
 
 
 def _docs(limit: int) -> list[str]:
-    from ladder.train.data import documents
+    from ladder.trainers.builtin.data import documents
 
     out, size = [], 0
     for _, text in documents("builtin:stdlib_py"):
@@ -68,7 +68,7 @@ def _docs(limit: int) -> list[str]:
 
 def throughput() -> None:
     from ladder.dag.tokenize import write_shard
-    from ladder.train.hf_tokenizer import HFTokenizer, train_bpe
+    from ladder.trainers.builtin.hf_tokenizer import HFTokenizer, train_bpe
 
     texts = _docs(8 << 20)
     mb = sum(len(t.encode()) for t in texts) / 1e6

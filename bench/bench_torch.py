@@ -37,7 +37,7 @@ CHILD = r"""
 import json, re, sys
 sys.path.insert(0, sys.argv[1])
 from bench import bench_train as b
-from ladder.train.loop import DEFAULT_STEPS_PER_CALL
+from ladder.trainers.builtin.loop import DEFAULT_STEPS_PER_CALL
 specs = [(n, s) for n, s in b._specs() if re.search(sys.argv[3], n)]
 steps = {n: b._JaxStep(s, DEFAULT_STEPS_PER_CALL, int(sys.argv[2])) for n, s in specs}
 print(json.dumps({"ready": list(steps)}), flush=True)

@@ -4,11 +4,11 @@ Rows: dense and MoE (top-2 of 8, expert width half the dense width, so the same 
 d_model 64 / 128 / 256 (seq 256, batch 16, byte vocab), timed through the trainer's own jitted
 multi-step function; FLOPs are the fits' convention (6N + attention, ``ModelSpec.flops_per_token``).
 Each row twice: float32, and ``bf16`` (``ModelSpec.compute_dtype="bfloat16"``: the blocks' weight
-matmuls take bfloat16 operands with float32 accumulation, ``ladder.train.precision``); a bf16 row's
+matmuls take bfloat16 operands with float32 accumulation, ``ladder.trainers.builtin.precision``); a bf16 row's
 ``% peak`` is against the bf16 matmul peak, measured in the same run.
 Two trainer configurations on the same cores: one XLA device using every core (``1 dev``), and the
 default of a multi-CPU run, the process split into one XLA host device per core with the batch
-data-parallel over them (``N dev``, ``ladder.train.hostdevices``); the second runs in a child
+data-parallel over them (``N dev``, ``ladder.trainers.builtin.hostdevices``); the second runs in a child
 process started with that XLA flag, timed in the same rounds.
 The PyTorch eager column trains the same small GPT (RMSNorm pre-LN, RoPE, SwiGLU, tied embeddings,
 fused causal SDPA, AdamW) in a subprocess of ``$LADDER_TORCH_PYTHON``, else of this interpreter, when it
@@ -129,10 +129,10 @@ class _JaxStep:
         import numpy as np
 
         from ladder.spec import Resources, RungSpec
-        from ladder.train import optim as optim_lib
-        from ladder.train.jitted import make_train_chunk
-        from ladder.train.model import build
-        from ladder.train.parallel import plan
+        from ladder.trainers.builtin import optim as optim_lib
+        from ladder.trainers.builtin.jitted import make_train_chunk
+        from ladder.trainers.builtin.model import build
+        from ladder.trainers.builtin.parallel import plan
 
         rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 100, batch_size=BATCH, seq_len=SEQ, seed=0,
                         resources=Resources(devices=devices))
@@ -179,7 +179,7 @@ def _specs():
 def _computed_over_active(spec) -> float:
     """FLOPs the MoE computes per token over its active FLOPs: every expert runs all its capacity
     slots (``capacity_factor`` x its share, per sequence), filled or not."""
-    from ladder.train.moe import capacity
+    from ladder.trainers.builtin.moe import capacity
 
     slots = spec.n_experts * capacity(SEQ, spec.n_experts, spec.top_k, spec.capacity_factor) / SEQ
     padding = 6 * spec.n_layers * (slots - spec.top_k) * 3 * spec.d_model * spec.expert_d_ff
@@ -188,7 +188,7 @@ def _computed_over_active(spec) -> float:
 
 def _child(devices: int) -> None:
     """The host-device side: build every step on ``devices`` devices, then time one round per stdin line."""
-    from ladder.train.loop import DEFAULT_STEPS_PER_CALL
+    from ladder.trainers.builtin.loop import DEFAULT_STEPS_PER_CALL
 
     steps = {name: _JaxStep(spec, DEFAULT_STEPS_PER_CALL, devices) for name, spec in _specs()}
     print(json.dumps({"ready": True}), flush=True)
@@ -203,7 +203,7 @@ class RoundChild:
 
     def __init__(self, argv: list[str], devices: int, env: dict[str, str] | None = None, cwd: str | None = None,
                  xla_extra: str = ""):
-        from ladder.train.hostdevices import xla_flags
+        from ladder.trainers.builtin.hostdevices import xla_flags
 
         flags = xla_flags(devices, f"{os.environ.get('XLA_FLAGS', '')} {xla_extra}".strip())
         full = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", **(env or {})}
@@ -237,7 +237,7 @@ def _end_to_end(spec) -> float:
     import tempfile
 
     from ladder.spec import DataSpec, RungSpec
-    from ladder.train import train
+    from ladder.trainers.builtin import train
 
     rung = RungSpec(name="bench", model=spec, tokens=BATCH * SEQ * 48, batch_size=BATCH, seq_len=SEQ, seed=0,
                     log_every=8, eval_every=24, checkpoint_every=24)
@@ -249,7 +249,7 @@ def _end_to_end(spec) -> float:
 def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from ladder.spec import ModelSpec
-    from ladder.train.loop import DEFAULT_STEPS_PER_CALL
+    from ladder.trainers.builtin.loop import DEFAULT_STEPS_PER_CALL
 
     rounds = int(os.environ.get("LADDER_BENCH_ROUNDS", "3"))
     load0 = os.getloadavg()[0]
@@ -353,7 +353,7 @@ def cpu_line() -> str:
 
 def measured_peak_flops_fresh(n: int = 1024, reps: int = 5, dtype: str = "float32") -> float:
     """The matmul peak measured now (not cached), so each round has its own."""
-    from ladder.train import metrics
+    from ladder.trainers.builtin import metrics
 
     metrics._PEAK.clear()
     return metrics.measured_peak_flops(n=n, reps=reps, dtype=dtype)

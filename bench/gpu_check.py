@@ -1,6 +1,6 @@
 """The GPU check (bench/gpu_check.sh): a dense and a MoE rung of about 1B total parameters in bfloat16 at
 seq 4,096, a few hundred steps each on one device, printing tokens/s, MFU against the device's datasheet
-peak (ladder.train.peaks) and the peak memory against the plan's estimate (ladder.train.memory_plan).
+peak (ladder.trainers.builtin.peaks) and the peak memory against the plan's estimate (ladder.trainers.builtin.memory_plan).
 
 ``--size tiny`` runs the same code path at a size a CPU trains in seconds (``make test`` calls it, so the
 script cannot rot); MFU there is against the measured CPU peak, and a CPU reports no peak memory.
@@ -47,9 +47,9 @@ def check(kind: str, size: str) -> dict:
     import jax
 
     from ladder.spec import DataSpec, DomainSpec
-    from ladder.train import train
-    from ladder.train.memory_plan import rung_layout
-    from ladder.train.peaks import run_peak_flops
+    from ladder.trainers.builtin import train
+    from ladder.trainers.builtin.memory_plan import rung_layout
+    from ladder.trainers.builtin.peaks import run_peak_flops
 
     device = jax.devices()[0]
     rung = rung_for(kind, size, gpus=1.0 if device.platform == "gpu" else 0.0)

@@ -13,11 +13,11 @@ from typing import Any
 def rung_chunk(spec_path: str, name: str, steps: int) -> tuple[Any, tuple, Any]:
     """(chunk, state, batches): ``chunk(*state, batches, lrs)`` runs ``len(lrs)`` steps of rung ``name``."""
     from ladder.spec.load import load_spec
-    from ladder.train import optim
-    from ladder.train.data import Mixture
-    from ladder.train.jitted import make_train_chunk
-    from ladder.train.model import build
-    from ladder.train.parallel import plan
+    from ladder.trainers.builtin import optim
+    from ladder.trainers.builtin.data import Mixture
+    from ladder.trainers.builtin.jitted import make_train_chunk
+    from ladder.trainers.builtin.model import build
+    from ladder.trainers.builtin.parallel import plan
 
     try:
         from ladder.dag.stages import placed

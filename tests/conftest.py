@@ -31,7 +31,7 @@ for var, sub in {
 }.items():
     os.environ.setdefault(var, os.path.join(_ISOLATED, sub))
 # The compile cache above caches every program, as the trainer's own cache beside a ladder's root does
-# (ladder/train/compile_cache.py, which stands aside when this variable is set): JAX's default caches
+# (ladder/trainers/builtin/compile_cache.py, which stands aside when this variable is set): JAX's default caches
 # only compiles over a second, and the suite's many runs of the same tiny rungs compiled each again.
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # A size bound turns on JAX's file lock around cache reads and writes (Ray workers share the folder).

@@ -170,7 +170,7 @@ def fit_curve_law(points: pd.DataFrame, dep_dirs: dict[str, str], law: str, back
 
 
 def hero_schedule(hero: RungSpec) -> pd.DataFrame:
-    from ladder.train.optim import lr_schedule
+    from ladder.trainers.builtin.optim import lr_schedule
 
     lrs = lr_schedule(hero)
     steps = np.unique(np.linspace(1, hero.steps, min(hero.steps, 400)).astype(int))
@@ -204,7 +204,7 @@ def _hero_curve(hero: RungSpec, h: dict, fit_dir: str, doc: dict) -> pd.DataFram
 def _hero_curve_law(hero: RungSpec, doc: dict) -> pd.DataFrame | None:
     """The hero's curve from the whole-curve law alone (a second, independent estimate)."""
     from fits.result import FitResult
-    from ladder.train.optim import lr_schedule
+    from ladder.trainers.builtin.optim import lr_schedule
 
     law = (doc.get("curve_law") or {}).get("fit")
     if not law:

@@ -32,7 +32,7 @@ def envelope_events(rows: pd.DataFrame, envelopes: dict[str, pd.DataFrame], stat
 
 def spike_events(rows: pd.DataFrame, state: dict) -> list[dict]:
     """spike alerts for new metric rows, with each metric's detector history carried in `state`."""
-    from ladder.train.metrics import SpikeDetector
+    from ladder.trainers.builtin.metrics import SpikeDetector
 
     events = []
     history = state.setdefault("spike_history", {})

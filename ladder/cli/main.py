@@ -27,7 +27,7 @@ from ladder.cli.common import (
 from ladder.cli.options import address_option, example, json_option, root_option, table_width
 from ladder.dag.plan_costs import print_plan as _print_plan
 from ladder.spec import LadderSpec
-from ladder.train.peaks import ACCELERATORS, accelerator_peak
+from ladder.trainers.builtin.peaks import ACCELERATORS, accelerator_peak
 
 
 @click.group(cls=LadderGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=example(
@@ -239,13 +239,13 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
         result = stages.train_alone(spec, rung_name, max_steps=steps, progress=progress)
     except Exception as e:
         # Imported only now: they import JAX, which must start after train_alone set XLA's flags.
-        from ladder.train.checkpoint import CheckpointRestoreError
-        from ladder.train.outputs import TrainConfigMismatch
+        from ladder.trainers.builtin.checkpoint import CheckpointRestoreError
+        from ladder.trainers.builtin.outputs import TrainConfigMismatch
 
         if isinstance(e, TrainConfigMismatch):
             raise UserError(f"train: {e}") from None
-        from ladder.train.data import DataError
-        from ladder.train.shards import ShardError
+        from ladder.trainers.builtin.data import DataError
+        from ladder.trainers.builtin.shards import ShardError
 
         if isinstance(e, CheckpointRestoreError | ShardError | DataError):
             click.echo(f"train: {e}", err=True)

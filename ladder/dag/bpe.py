@@ -15,13 +15,13 @@ FN = "ladder.dag.bpe:bpe_step"
 # Text each domain contributes to the merges, at most (the first documents in the source's order): a
 # BPE's merges settle long before a large corpus is read, and training time grows with the text.
 MAX_BYTES_PER_DOMAIN = 64 << 20
-CODE = ("ladder/dag/bpe.py", "ladder/train/hf_tokenizer.py", "ladder/train/sources.py")
+CODE = ("ladder/dag/bpe.py", "ladder/trainers/builtin/hf_tokenizer.py", "ladder/trainers/builtin/sources.py")
 
 
 def bpe_step_for(spec):
     from ladder.dag.inputs import step_inputs
     from ladder.executor import Step
-    from ladder.train.tokenizer import bpe_vocab
+    from ladder.trainers.builtin.tokenizer import bpe_vocab
 
     data = spec.data
     config = {"vocab": bpe_vocab(data.tokenizer), "heldout_frac": float(data.heldout_frac),
@@ -32,7 +32,7 @@ def bpe_step_for(spec):
 
 
 def training_texts(sources: dict[str, str], heldout_frac: float, max_bytes: int) -> Iterator[str]:
-    from ladder.train.data import documents, is_heldout
+    from ladder.trainers.builtin.data import documents, is_heldout
 
     for source in sources.values():
         seen = 0
@@ -48,8 +48,8 @@ def training_texts(sources: dict[str, str], heldout_frac: float, max_bytes: int)
 def bpe_step(config: dict, ctx) -> dict:
     import fsspec
 
-    from ladder.train.hf_tokenizer import HFTokenizer, train_bpe
-    from ladder.train.shards import put
+    from ladder.trainers.builtin.hf_tokenizer import HFTokenizer, train_bpe
+    from ladder.trainers.builtin.shards import put
 
     text = train_bpe(training_texts(config["sources"], float(config["heldout_frac"]),
                                     int(config["max_bytes_per_domain"])), int(config["vocab"]))

@@ -8,7 +8,7 @@ from typing import Any
 
 TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 # a hero's live snapshots (its callback) follow `ladder follow`'s rule: those modules are the hero's code too
-TRAIN_CODE = ("ladder/train/", "ladder/spec/", "ladder/dag/step_fns.py", "ladder/analysis/forecast.py",
+TRAIN_CODE = ("ladder/trainers/builtin/", "ladder/spec/", "ladder/dag/step_fns.py", "ladder/analysis/forecast.py",
               "ladder/analysis/trained_live.py", "ladder/analysis/follow_forecast.py", "ladder/analysis/follow_bands.py")
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
 ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/step_fns.py")
@@ -21,7 +21,7 @@ def step_inputs(packages: tuple[str, ...], data=None) -> dict[str, Any]:
 
     out: dict[str, Any] = {"packages": versions(packages)}
     if data is not None:
-        from ladder.train.digest import source_digest
+        from ladder.trainers.builtin.digest import source_digest
 
         out["data"] = {d.name: source_digest(d.source) for d in data.domains}
     return out

@@ -12,7 +12,7 @@ import click
 
 from ladder.cli.options import table_width
 from ladder.spec import LadderSpec
-from ladder.train.memory_plan import rung_layout
+from ladder.trainers.builtin.memory_plan import rung_layout
 
 
 def run_figures(spec: LadderSpec, mfu: float, chip_peak: float, chips: int | None) -> list[dict]:
@@ -79,7 +79,7 @@ def print_plan(spec, force, mfu=0.4, chip_peak=None, as_json=False, accelerator=
     from rich.table import Table
 
     from ladder.dag import stages
-    from ladder.train.peaks import accelerator_peak
+    from ladder.trainers.builtin.peaks import accelerator_peak
 
     chip_peak = chip_peak or accelerator_peak(accelerator)
     entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)

@@ -129,7 +129,7 @@ def run_ladder(spec: LadderSpec, force: Sequence[str] = (), *, address: str | No
                max_concurrent: int | None = None, runtime: dict | None = None, show_progress: bool = False,
                steps: list | None = None, rerun_stale: bool = False):
     from ladder.executor import expand_force
-    from ladder.train.tokenizer import declared_vocab
+    from ladder.trainers.builtin.tokenizer import declared_vocab
 
     if declared_vocab(spec.data.tokenizer) is not None:  # refused before anything is written
         from ladder.dag import isoflop
@@ -170,8 +170,8 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None,
     """Train one run outside the DAG (``ladder train``); ``progress(row)`` gets its progress rows (step,
     total_steps, loss, tokens_per_s, eta_s). A gang's driver (this process) asks its members to checkpoint
     on SIGTERM, as a one-process run checkpoints itself, then ends by the same signal."""
-    from ladder.train import hostdevices
-    from ladder.train.mirror import is_remote
+    from ladder.trainers.builtin import hostdevices
+    from ladder.trainers.builtin.mirror import is_remote
 
     rung = placed(spec).rung(rung_name)
     if is_remote(spec.root):
@@ -180,8 +180,8 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None,
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
     role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
     if rung.resources.processes > 1:
-        from ladder.train.gang import Watch, connect, train_gang
-        from ladder.train.sigterm import Sigterm
+        from ladder.trainers.builtin.gang import Watch, connect, train_gang
+        from ladder.trainers.builtin.sigterm import Sigterm
 
         shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
         connect()  # before the handler: ray.init sets its own
@@ -198,7 +198,7 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None,
             sigterm.restore_and_reraise()
         return result
     hostdevices.apply_here(rung.resources, rung.name)
-    from ladder.train import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
+    from ladder.trainers.builtin import compile_cache, train  # after apply_here: XLA reads its flags when JAX starts
 
     compile_cache.enable(out_dir)
     shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
@@ -215,7 +215,7 @@ def placed(spec: LadderSpec) -> LadderSpec:
 def tokenized(spec) -> dict[str, str]:
     """Each domain's token shards, tokenizing first what is not (the ladder's tokenizer and tokenize steps,
     through the executor, so a run alone shares them with the ladder's rungs)."""
-    from ladder.train.data import DataError
+    from ladder.trainers.builtin.data import DataError
 
     steps = tokenize_steps(spec)
     summary = run_ladder(spec, steps=steps)

@@ -26,7 +26,7 @@ def import_step(config: dict, ctx) -> dict:
 def train_step(config: dict, ctx) -> dict:
     import jax
 
-    from ladder.train.cores import pinned
+    from ladder.trainers.builtin.cores import pinned
 
     rung = rung_from_dict(config["rung"])
     if rung.resources.processes > 1:
@@ -39,8 +39,8 @@ def train_step(config: dict, ctx) -> dict:
 
 
 def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
-    from ladder.train import compile_cache, train
-    from ladder.train.mirror import open_output
+    from ladder.trainers.builtin import compile_cache, train
+    from ladder.trainers.builtin.mirror import open_output
 
     compile_cache.enable(ctx.out_dir)
     data = data_from_dict(config["data"])
@@ -82,13 +82,13 @@ def run_callbacks(rung: RungSpec, config: dict, out_dir: str, dep_dirs: dict[str
 
 
 def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
-    """A run over several JAX processes: one step, one result, its gang on Ray (ladder.train.gang). The
+    """A run over several JAX processes: one step, one result, its gang on Ray (ladder.trainers.builtin.gang). The
     gang's first process, which writes the run's outputs, carries the callbacks a one-process run has; its
     progress reaches the step's progress.json and a driver's stop request reaches every process, both
     polled at the step's heartbeat (when a stop request can arrive)."""
     from functools import partial
 
-    from ladder.train.gang import Watch, train_gang
+    from ladder.trainers.builtin.gang import Watch, train_gang
 
     # A gang trains into a local (or shared-filesystem) root, so its dep folders are paths as they are.
     deps = {k: v for k, v in ctx.dep_dirs.items() if not k.startswith(TOKENIZE_PREFIX)}

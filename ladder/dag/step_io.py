@@ -20,7 +20,7 @@ def local_dirs(dep_dirs: Mapping[str, str], out_dir: str) -> Iterator[tuple[dict
     folder first, and what was written to the temp out_dir is uploaded when the block ends, also when
     it raises (a blocked gate's verdict is a result too), as a local run would have left it.
     """
-    from ladder.train.mirror import download_tree, is_remote, upload_tree
+    from ladder.trainers.builtin.mirror import download_tree, is_remote, upload_tree
 
     if not is_remote(out_dir):
         yield dict(dep_dirs), out_dir

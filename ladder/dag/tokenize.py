@@ -1,6 +1,6 @@
 """The tokenize stage: one content-addressed step per data source (``tokenize_<domain>``), keyed by the
 source's digest, the tokenizer's digest (or the ``tokenizer`` step it depends on) and the shard format,
-that writes the source's token shards (ladder.train.shards) to the ladder's root. Rungs and the hero
+that writes the source's token shards (ladder.trainers.builtin.shards) to the ladder's root. Rungs and the hero
 depend on it as data and map its shards.
 
 Documents are grouped, in the source's order, into shards of about ``SHARD_BYTES`` of text; each shard is
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ladder.dag import kinds
-from ladder.train.shards import (
+from ladder.trainers.builtin.shards import (
     FORMAT_VERSION,
     KINDS,
     MANIFEST,
@@ -32,8 +32,8 @@ from ladder.train.shards import (
 PREFIX = "tokenize_"
 FN = "ladder.dag.tokenize:tokenize_step"
 SHARD_BYTES = 64 << 20
-CODE = ("ladder/dag/tokenize.py", "ladder/train/shards.py", "ladder/train/hf_tokenizer.py",
-        "ladder/train/tokenizer.py", "ladder/train/sources.py")
+CODE = ("ladder/dag/tokenize.py", "ladder/trainers/builtin/shards.py", "ladder/trainers/builtin/hf_tokenizer.py",
+        "ladder/trainers/builtin/tokenizer.py", "ladder/trainers/builtin/sources.py")
 
 
 def step_name(domain: str) -> str:
@@ -43,7 +43,7 @@ def step_name(domain: str) -> str:
 def tokenizer_digest(name: str) -> str:
     """What a tokenizer is: ``bytes``, a declared one's name, or a tokenizer.json's sha256 (a ``bpe:`` one is
     its step's hash)."""
-    from ladder.train.tokenizer import bpe_vocab, declared_vocab, get_tokenizer
+    from ladder.trainers.builtin.tokenizer import bpe_vocab, declared_vocab, get_tokenizer
 
     if name == "bytes" or bpe_vocab(name) is not None or declared_vocab(name) is not None:
         return name
@@ -51,7 +51,7 @@ def tokenizer_digest(name: str) -> str:
 
 
 def _source_size(source: str) -> str:
-    from ladder.train.sources import is_url, list_files
+    from ladder.trainers.builtin.sources import is_url, list_files
 
     if source.startswith("builtin:"):
         return "built-in"
@@ -69,8 +69,8 @@ def tokenize_steps(spec) -> list:
     from ladder.dag import bpe
     from ladder.executor import Dep, Step
     from ladder.executor.provenance import versions
-    from ladder.train.digest import source_digest
-    from ladder.train.tokenizer import bpe_vocab
+    from ladder.trainers.builtin.digest import source_digest
+    from ladder.trainers.builtin.tokenizer import bpe_vocab
 
     data = spec.data
     if not _shards(data.tokenizer):
@@ -90,7 +90,7 @@ def tokenize_steps(spec) -> list:
 
 
 def _shards(tokenizer: str) -> bool:
-    from ladder.train.tokenizer import declared_vocab
+    from ladder.trainers.builtin.tokenizer import declared_vocab
 
     return tokenizer != "bytes" and declared_vocab(tokenizer) is None
 
@@ -106,7 +106,7 @@ def shard_deps(spec) -> tuple:
 def refuse_declared_training(spec, entries, steps) -> None:
     """One line (a SpecError) before anything runs when a training step would run on a declared tokenizer."""
     from ladder.spec import SpecError
-    from ladder.train.tokenizer import declared_refusal
+    from ladder.trainers.builtin.tokenizer import declared_refusal
 
     trains = {s.name for s in steps if s.kind == kinds.TRAIN}
     pending = [e.name for e in entries if e.action == "run" and e.name in trains]
@@ -139,7 +139,7 @@ def _groups(docs: Iterator[tuple[str, str]], shard_bytes: int) -> Iterator[list[
 
 @functools.lru_cache(maxsize=4)
 def _tokenizer(name: str, trained: str | None):
-    from ladder.train.tokenizer import get_tokenizer
+    from ladder.trainers.builtin.tokenizer import get_tokenizer
 
     return get_tokenizer(name, trained)
 
@@ -151,7 +151,7 @@ def write_shard(out_dir: str, index: int, docs: list[tuple[str, str]], tokenizer
 
     import fsspec
 
-    from ladder.train.data import is_heldout
+    from ladder.trainers.builtin.data import is_heldout
 
     tok = _tokenizer(tokenizer, trained)
     dtype = token_dtype(tok.vocab_size)
@@ -205,7 +205,7 @@ def tokenize(config: dict, out_dir: str, *, trained: str | None = None,
     """Write a source's token shards and manifest to ``out_dir``; finished shards are kept."""
     import fsspec
 
-    from ladder.train.data import DataError, documents
+    from ladder.trainers.builtin.data import DataError, documents
 
     tok = _tokenizer(config["tokenizer"], trained)
     fs, root = fsspec.core.url_to_fs(out_dir)

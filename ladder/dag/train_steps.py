@@ -15,7 +15,7 @@ TRAIN_FN = "ladder.dag.step_fns:train_step"
 
 
 # The in-memory ``bytes`` data drew window starts with replacement until it went through the token shards'
-# sampler (ladder.train.mixture): its runs read other batches now, so their hashes name it and they retrain.
+# sampler (ladder.trainers.builtin.mixture): its runs read other batches now, so their hashes name it and they retrain.
 # Sharded runs always sampled so, and keep their hashes.
 BYTES_SAMPLING = {"sampling": "without_replacement"}
 
@@ -38,7 +38,7 @@ def run_data(spec: LadderSpec, role: str) -> DataSpec:
 
 
 def task_resources(run: RungSpec) -> dict[str, Any]:
-    from ladder.train.hostdevices import worker_env
+    from ladder.trainers.builtin.hostdevices import worker_env
 
     r = run.resources
     if r.processes > 1:  # the step only drives its gang: the gang's placement group holds the CPUs and GPUs

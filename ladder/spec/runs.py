@@ -54,7 +54,7 @@ class Resources:
     the parameters and optimizer state on every device; ``fsdp`` shards each large parameter (and its
     optimizer state) over the devices. ``cpu_devices``: on a run without GPUs, the number of XLA host
     devices its process splits into (0: one per whole CPU asked for; 1: one multi-threaded device), so
-    a 2-CPU run trains data-parallel over two 1-thread devices (see ``ladder.train.hostdevices``).
+    a 2-CPU run trains data-parallel over two 1-thread devices (see ``ladder.trainers.builtin.hostdevices``).
     ``expert_parallel``: devices along the mesh's expert axis (a MoE's experts split over them).
     ``microbatches``: a step's batch runs as this many passes whose gradients are summed (the same step
     up to float summation, in the memory of one pass). ``remat``: what a block's backward recomputes

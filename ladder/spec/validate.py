@@ -198,7 +198,7 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
 def _check_sources(problems: list[str], path: str, d: DataSpec, base_dir: Path) -> None:
     """Each file or URL source lists and yields a first document (an unreadable URL, a JSONL line without
     'text', a parquet file without a 'text' column), before a step starts and writes anything."""
-    from ladder.train.sources import SourceError, can_read, check
+    from ladder.trainers.builtin.sources import SourceError, can_read, check
 
     for i, dom in enumerate(d.domains):
         if dom.source.startswith("builtin:"):

@@ -13,7 +13,7 @@ from .runs import LadderSpec
 
 def tokenizer_problem(name, base_dir: Path | None) -> str | None:
     """What is wrong with a ``data.tokenizer`` value, before anything reads it; None when it looks sound."""
-    from ladder.train.tokenizer import DECLARED, bpe_vocab, declared_vocab
+    from ladder.trainers.builtin.tokenizer import DECLARED, bpe_vocab, declared_vocab
 
     if not isinstance(name, str) or not name:
         return (f"data.tokenizer: {name!r} must be 'bytes', 'bpe:<vocab>', a tokenizer.json path or URL, or "
@@ -45,7 +45,7 @@ def follow_tokenizer(spec: LadderSpec) -> LadderSpec:
     """The spec with every run's default vocabulary set to the tokenizer's size (reads a tokenizer.json)."""
     if spec.data.tokenizer == "bytes":
         return spec
-    from ladder.train.tokenizer import tokenizer_size
+    from ladder.trainers.builtin.tokenizer import tokenizer_size
 
     try:
         size = tokenizer_size(spec.data.tokenizer)

@@ -34,7 +34,7 @@ def train_rung(config, ctx):
     this worker right after the checkpoint at ``config['kill_after_checkpoint']`` (a real worker death:
     Ray retries the task, and the trainer resumes from that checkpoint)."""
     from ladder.spec import data_from_dict, rung_from_dict
-    from ladder.train import train
+    from ladder.trainers.builtin import train
 
     kill_at = config.get("kill_after_checkpoint")
     marker = os.path.join(ctx.out_dir, "killed-once")

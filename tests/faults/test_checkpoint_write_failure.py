@@ -45,8 +45,8 @@ def _fill(disk: Path) -> None:
 
 
 def _break_then_resume(tmp_path: Path, disk: Path, break_disk, repair_disk, errors: tuple[str, ...], capfd) -> None:
-    from ladder.train import train
-    from ladder.train.checkpoint import Checkpointer
+    from ladder.trainers.builtin import train
+    from ladder.trainers.builtin.checkpoint import Checkpointer
 
     spec = load_spec(TINY, ["rungs[0].tokens=16384", "rungs[0].checkpoint_every=8"])  # 64 steps
     rung, data = spec.rungs[0], spec.data

@@ -68,7 +68,7 @@ CKPT_SCRIPT = """
 import sys
 from pathlib import Path
 import numpy as np
-from ladder.train.checkpoint import Checkpointer
+from ladder.trainers.builtin.checkpoint import Checkpointer
 d, mode = Path(sys.argv[1]), sys.argv[2]
 rows = int(sys.argv[3]) if len(sys.argv) > 3 else 20
 params = {"w": np.arange(rows * 30, dtype=np.float32).reshape(rows, 30), "b": np.ones(30, np.float32)}

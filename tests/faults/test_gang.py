@@ -160,7 +160,7 @@ def test_a_member_killed_mid_run_restarts_the_gang_from_its_checkpoint(two_nodes
     from ladder.dag.stages import placed
     from ladder.dag.step_fns import run_callbacks
     from ladder.dag.train_steps import run_data
-    from ladder.train.gang import train_gang
+    from ladder.trainers.builtin.gang import train_gang
     from ladder.wandb.log import WandbCallback, run_id
 
     spec = _hero(tmp_path)
@@ -237,7 +237,7 @@ def test_a_stop_request_checkpoints_every_member_at_one_step_and_a_rerun_resumes
         two_nodes, one_process, tmp_path):
     from ladder.dag.stages import placed
     from ladder.dag.train_steps import run_data
-    from ladder.train.gang import Watch, train_gang
+    from ladder.trainers.builtin.gang import Watch, train_gang
 
     spec = _hero(tmp_path)
     rung, data = placed(spec).rung("hero"), run_data(spec, "hero")

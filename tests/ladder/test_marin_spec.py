@@ -49,8 +49,8 @@ def test_a_small_model_of_marin_s_shape_builds_as_counted_and_learns():
     import optax
 
     from ladder.spec import ModelSpec
-    from ladder.train.flops import count_params
-    from ladder.train.model import build, loss_fn
+    from ladder.trainers.builtin.flops import count_params
+    from ladder.trainers.builtin.model import build, loss_fn
 
     spec = ModelSpec(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab=256, tie_embeddings=False, qk_norm=True,
                      n_experts=8, top_k=2, n_shared=2, expert_d_ff=32, expert_latent=32, shared_d_ff=32)

@@ -58,7 +58,7 @@ def test_bpe_ladder_end_to_end_and_a_tokenizer_trained_elsewhere(tmp_path):
     assert "tokenize_prose: tokenize builtin:web_bible" in plan.stdout and "shards" in plan.stdout
 
     # A tokenizer.json trained elsewhere (here: 600 tokens on other text): the model's vocab follows it.
-    from ladder.train.hf_tokenizer import train_bpe
+    from ladder.trainers.builtin.hf_tokenizer import train_bpe
 
     elsewhere = tmp_path / "elsewhere" / "tokenizer.json"
     elsewhere.parent.mkdir()

@@ -11,9 +11,9 @@ import pytest
 from flax import nnx
 
 from ladder.spec import ModelSpec
-from ladder.train import model as model_lib
-from ladder.train.init import HostInit
-from ladder.train.moe import MoE
+from ladder.trainers.builtin import model as model_lib
+from ladder.trainers.builtin.init import HostInit
+from ladder.trainers.builtin.moe import MoE
 
 # float32 sums in another order (blocked softmax vs one pass; gather vs one-hot matmul): measured at most
 # 2e-6 relative here; the bound leaves room for other CPUs.
@@ -70,7 +70,7 @@ def test_ragged_dropless_dispatch_equals_every_expert_on_every_token(compute_dty
 def test_cpu_keeps_its_fast_paths():
     assert jax.default_backend() == "cpu"
     assert model_lib.onehot_paths() and model_lib.attention_implementation("bfloat16") == "einsum"
-    from ladder.train.evaluate import dropless_dispatch
+    from ladder.trainers.builtin.evaluate import dropless_dispatch
 
     assert dropless_dispatch() == "dense"
 

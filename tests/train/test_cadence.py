@@ -9,8 +9,8 @@ import pytest
 from conftest import DENSE, make_rung
 
 from ladder.spec import LadderSpec, SpecError, validate
-from ladder.train import train
-from ladder.train.loop import cadence
+from ladder.trainers.builtin import train
+from ladder.trainers.builtin.loop import cadence
 
 STEPS = 12
 

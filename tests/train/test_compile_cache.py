@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from ladder.train.compile_cache import CACHE_DIR
-from ladder.train.metrics import read_jsonl
+from ladder.trainers.builtin.compile_cache import CACHE_DIR
+from ladder.trainers.builtin.metrics import read_jsonl
 
 
 def _entries(folder) -> set[str]:

@@ -1,4 +1,4 @@
-"""A 1-CPU run pins itself to a core no other run of the machine holds (ladder.train.cores).
+"""A 1-CPU run pins itself to a core no other run of the machine holds (ladder.trainers.builtin.cores).
 
 Real processes claim real cores: two at once get different ones, every thread of each (one started
 before the claim included) runs on its core alone, a third finds none free and is left alone, and
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from patience import HANG_S
 
-from ladder.train import cores
+from ladder.trainers.builtin import cores
 
 REPO = Path(__file__).resolve().parents[2]
 ALL = sorted(os.sched_getaffinity(0))
@@ -28,7 +28,7 @@ import json, os, sys, threading, time
 from pathlib import Path
 early = threading.Thread(target=time.sleep, args=(60,), daemon=True)
 early.start()  # a thread that exists before the claim, as XLA's pool does in a reused Ray worker
-from ladder.train.cores import pinned
+from ladder.trainers.builtin.cores import pinned
 n, report, release = float(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 with pinned(n) as got:
     threads = {tid: sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir("/proc/self/task")}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ladder.spec import DataSpec, DomainSpec, data_from_dict, to_dict
-from ladder.train.data import DataError, Mixture, documents, is_heldout, load_domain
+from ladder.trainers.builtin.data import DataError, Mixture, documents, is_heldout, load_domain
 
 
 def test_batches_are_deterministic_and_seeded(data_spec):

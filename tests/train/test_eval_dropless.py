@@ -8,14 +8,14 @@ import pytest
 
 from ladder.executor.hashing import hashed_config
 from ladder.spec import SpecError, data_from_dict, to_dict, validate
-from ladder.train import optim as optim_lib
-from ladder.train import train
-from ladder.train.checkpoint import Checkpointer
-from ladder.train.data import Mixture
-from ladder.train.evaluate import make_run_eval
-from ladder.train.jitted import make_eval
-from ladder.train.metrics import read_jsonl
-from ladder.train.model import build
+from ladder.trainers.builtin import optim as optim_lib
+from ladder.trainers.builtin import train
+from ladder.trainers.builtin.checkpoint import Checkpointer
+from ladder.trainers.builtin.data import Mixture
+from ladder.trainers.builtin.evaluate import make_run_eval
+from ladder.trainers.builtin.jitted import make_eval
+from ladder.trainers.builtin.metrics import read_jsonl
+from ladder.trainers.builtin.model import build
 
 STEPS = 16
 

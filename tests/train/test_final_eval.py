@@ -7,8 +7,8 @@ import pytest
 
 from ladder.executor.hashing import hashed_config
 from ladder.spec import data_from_dict, to_dict
-from ladder.train import train
-from ladder.train.metrics import read_jsonl
+from ladder.trainers.builtin import train
+from ladder.trainers.builtin.metrics import read_jsonl
 
 STEPS = 16
 

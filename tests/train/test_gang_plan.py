@@ -15,9 +15,9 @@ import pytest
 from patience import HANG_S
 
 from ladder.spec import ModelSpec, Resources, RungSpec
-from ladder.train import peaks
-from ladder.train.hostdevices import MEM_FRACTION, worker_env
-from ladder.train.memory_plan import STATE_BYTES_PER_PARAM, rung_layout
+from ladder.trainers.builtin import peaks
+from ladder.trainers.builtin.hostdevices import MEM_FRACTION, worker_env
+from ladder.trainers.builtin.memory_plan import STATE_BYTES_PER_PARAM, rung_layout
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(REPO / ".venv" / "bin" / "ladder")
@@ -88,8 +88,8 @@ def test_plan_shows_a_two_host_rung_as_a_gang_and_the_dry_run_checks_its_batch(t
 def test_a_shard_whose_sums_changed_is_corrupt_and_the_previous_checkpoint_serves(tmp_path, capfd):
     import jax.numpy as jnp
 
-    from ladder.train import shard_check
-    from ladder.train.checkpoint import Checkpointer, write_manifest
+    from ladder.trainers.builtin import shard_check
+    from ladder.trainers.builtin.checkpoint import Checkpointer, write_manifest
 
     params = {"w": jnp.arange(12.0).reshape(3, 4)}
     ckpt = Checkpointer(tmp_path / "checkpoints")

@@ -18,7 +18,7 @@ import pytest
 from patience import HANG_S
 
 from ladder.spec import Resources
-from ladder.train import hostdevices
+from ladder.trainers.builtin import hostdevices
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def test_the_cli_and_the_step_builders_start_without_jax():
     # `ladder train` and the executor set XLA's device flag after importing these and before JAX starts:
     # one top-level import of a JAX module here (train_steps once took hero_data from train/evaluate.py)
     # left every 2-CPU `ladder train` on one device, silently.
-    code = ("import sys, ladder.cli.main, ladder.dag.stages, ladder.dag.train_steps, ladder.train.hostdevices; "
+    code = ("import sys, ladder.cli.main, ladder.dag.stages, ladder.dag.train_steps, ladder.trainers.builtin.hostdevices; "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -61,7 +61,7 @@ def test_the_cli_and_the_step_builders_start_without_jax():
 
 
 def test_a_split_asked_for_after_jax_started_says_so():
-    code = ("import os, jax; from ladder.spec import Resources; from ladder.train import hostdevices; "
+    code = ("import os, jax; from ladder.spec import Resources; from ladder.trainers.builtin import hostdevices; "
             "print(hostdevices.apply_here(Resources(cpus=1.0)), hostdevices.apply_here(Resources(cpus=2.0), 'hero'), "
             "os.environ.get('XLA_FLAGS'))")
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -86,7 +86,7 @@ def test_ladder_train_splits_a_two_cpu_run(tmp_path):
 CHILD = r"""
 import json
 from ladder.spec import ModelSpec, Resources, RungSpec, SpecError
-from ladder.train.parallel import device_count
+from ladder.trainers.builtin.parallel import device_count
 def rung(batch, devices=0):
     return RungSpec(name="r", model=ModelSpec(d_model=16, n_layers=1, n_heads=2), tokens=10**6,
                     batch_size=batch, seq_len=32, resources=Resources(devices=devices))

@@ -4,10 +4,10 @@ import jax
 import numpy as np
 import pytest
 
-from ladder.train import optim
-from ladder.train.data import Mixture
-from ladder.train.jitted import make_train_chunk, segments
-from ladder.train.model import build
+from ladder.trainers.builtin import optim
+from ladder.trainers.builtin.data import Mixture
+from ladder.trainers.builtin.jitted import make_train_chunk, segments
+from ladder.trainers.builtin.model import build
 
 
 @pytest.mark.parametrize("start,end,k", [(0, 20, 8), (3, 13, 8), (5, 6, 8), (0, 17, 1), (7, 40, 4)])

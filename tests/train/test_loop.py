@@ -12,8 +12,8 @@ import pytest
 from patience import HANG_S
 
 from ladder.spec import OptimSpec, to_dict
-from ladder.train import Diverged, train
-from ladder.train.metrics import read_jsonl
+from ladder.trainers.builtin import Diverged, train
+from ladder.trainers.builtin.metrics import read_jsonl
 
 STEPS = 32
 
@@ -98,7 +98,7 @@ def data_spec_of(out: Path):
 CHILD = """
 import sys, time, json
 from ladder.spec import rung_from_dict, data_from_dict
-from ladder.train import train
+from ladder.trainers.builtin import train
 cfg = json.loads(open(sys.argv[1]).read())
 train(rung_from_dict(cfg["rung"]), data_from_dict(cfg["data"]), sys.argv[2],
       progress=lambda p: (print("STEP", p["step"], flush=True), time.sleep(0.15)))

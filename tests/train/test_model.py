@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from ladder.spec import ModelSpec
-from ladder.train.flops import count_params
-from ladder.train.model import build, loss_fn
+from ladder.trainers.builtin.flops import count_params
+from ladder.trainers.builtin.model import build, loss_fn
 
 
 def _tokens(b=2, t=16, seed=0):
@@ -70,7 +70,7 @@ def test_z_loss_and_tied_head(dense_spec):
 
 
 def test_block_causal_attention_equals_full_mask():
-    from ladder.train.model import causal_attention as eager
+    from ladder.trainers.builtin.model import causal_attention as eager
 
     causal_attention = jax.jit(eager, static_argnames="block")  # one compile per block size, not per op
     rng = np.random.default_rng(0)

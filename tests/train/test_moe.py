@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from ladder.train.init import HostInit
-from ladder.train.model import build, loss_fn
-from ladder.train.moe import MoE, top_k_indices, update_bias
+from ladder.trainers.builtin.init import HostInit
+from ladder.trainers.builtin.model import build, loss_fn
+from ladder.trainers.builtin.moe import MoE, top_k_indices, update_bias
 
 # A layer applied jitted, as the trainer runs it: op by op, each primitive would compile on its own.
 # One wrapper for the module, so its compile cache is shared by every call.

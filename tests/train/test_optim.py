@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ladder.spec import OptimSpec, ScheduleSpec
-from ladder.train.optim import (
+from ladder.trainers.builtin.optim import (
     branch_points,
     branch_schedule,
     decay_mask,

@@ -25,11 +25,11 @@ CHILD = textwrap.dedent("""
     sys.path.insert(0, sys.argv[2])
     from conftest import DENSE, MOE, make_rung
     from ladder.spec import DataSpec, DomainSpec, Resources, ScheduleSpec, SpecError
-    from ladder.train import optim, train
-    from ladder.train.data import Mixture
-    from ladder.train.jitted import make_train_chunk
-    from ladder.train.model import build
-    from ladder.train.parallel import plan
+    from ladder.trainers.builtin import optim, train
+    from ladder.trainers.builtin.data import Mixture
+    from ladder.trainers.builtin.jitted import make_train_chunk
+    from ladder.trainers.builtin.model import build
+    from ladder.trainers.builtin.parallel import plan
 
     assert len(jax.local_devices()) == 2, jax.local_devices()
     out = sys.argv[1]

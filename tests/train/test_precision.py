@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ladder.spec import LadderSpec, ModelSpec, RungSpec, SpecError, validate
-from ladder.train import precision, train
+from ladder.trainers.builtin import precision, train
 
 
 def _bf16_round(a) -> np.ndarray:

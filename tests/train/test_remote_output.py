@@ -15,9 +15,9 @@ import pytest
 from patience import HANG_S
 
 from ladder.spec import to_dict
-from ladder.train import train
-from ladder.train.metrics import read_jsonl
-from ladder.train.mirror import COMPLETE_MARKER, OutputDir
+from ladder.trainers.builtin import train
+from ladder.trainers.builtin.metrics import read_jsonl
+from ladder.trainers.builtin.mirror import COMPLETE_MARKER, OutputDir
 
 STEPS = 24
 
@@ -49,7 +49,7 @@ def _checkpoint_steps(fs, url: str) -> list[int]:
 CHILD = """
 import sys, time, json
 from ladder.spec import rung_from_dict, data_from_dict
-from ladder.train import train
+from ladder.trainers.builtin import train
 cfg = json.loads(open(sys.argv[1]).read())
 train(rung_from_dict(cfg["rung"]), data_from_dict(cfg["data"]), sys.argv[2],
       progress=lambda p: (print("STEP", p["step"], flush=True), time.sleep(0.2)))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from host_devices import measure_in_child
 
-from ladder.train import axes
+from ladder.trainers.builtin import axes
 
 # Accumulating 4 microbatches reorders the batch's sums (per pass, then over passes): measured at most
 # 6e-7 relative on the losses of these runs here (MoE; dense 2e-7); the bound leaves room for other CPUs. The same bound as
@@ -27,9 +27,9 @@ CHILD = textwrap.dedent("""
     from conftest import DENSE, MOE, make_rung
     from dataclasses import replace
     from ladder.spec import DataSpec, DomainSpec, Resources, ScheduleSpec
-    from ladder.train import optim, train
-    from ladder.train.model import build
-    from ladder.train.parallel import plan
+    from ladder.trainers.builtin import optim, train
+    from ladder.trainers.builtin.model import build
+    from ladder.trainers.builtin.parallel import plan
 
     assert len(jax.local_devices()) == 4, jax.local_devices()
     out = sys.argv[1]

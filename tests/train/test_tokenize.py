@@ -19,11 +19,11 @@ from patience import HANG_S
 
 from ladder.dag.tokenize import tokenize
 from ladder.spec import DataSpec, DomainSpec
-from ladder.train.data import documents, is_heldout
-from ladder.train.hf_tokenizer import HFTokenizer, train_bpe
-from ladder.train.sampling import Sampler, block_counts, permute
-from ladder.train.shards import ShardError
-from ladder.train.stream import open_mixture
+from ladder.trainers.builtin.data import documents, is_heldout
+from ladder.trainers.builtin.hf_tokenizer import HFTokenizer, train_bpe
+from ladder.trainers.builtin.sampling import Sampler, block_counts, permute
+from ladder.trainers.builtin.shards import ShardError
+from ladder.trainers.builtin.stream import open_mixture
 
 HELDOUT = 0.1
 SHARD_BYTES = 60_000
@@ -83,7 +83,7 @@ def test_shards_hold_every_document_and_its_bytes(corpus):
 KILLER = """
 import os, signal, sys, json
 from ladder.dag import tokenize as t
-from ladder.train import shards
+from ladder.trainers.builtin import shards
 real = shards.put
 def put(fs, path, data):
     if os.path.basename(path).startswith("00002.heldout"):
@@ -187,8 +187,8 @@ def test_evals_read_the_heldout_windows_and_their_bytes(corpus):
 
 def test_resumed_rung_sees_the_same_batches_bit_for_bit(corpus, tmp_path, rung_factory):
     from ladder.spec import ModelSpec
-    from ladder.train import train
-    from ladder.train.metrics import read_jsonl
+    from ladder.trainers.builtin import train
+    from ladder.trainers.builtin.metrics import read_jsonl
     from tests.train.conftest import resumable_rung
 
     rung = resumable_rung(ModelSpec(d_model=32, n_layers=2, n_heads=2, vocab=512), steps=16)
@@ -206,7 +206,7 @@ def test_resumed_rung_sees_the_same_batches_bit_for_bit(corpus, tmp_path, rung_f
 
 def test_a_vocab_smaller_than_the_tokenizer_is_refused(corpus, tmp_path):
     from ladder.spec import ModelSpec
-    from ladder.train import train
+    from ladder.trainers.builtin import train
     from tests.train.conftest import make_rung
 
     rung_small = make_rung(ModelSpec(d_model=32, n_layers=2, n_heads=2, vocab=300), steps=2)

@@ -12,10 +12,10 @@ import pytest
 
 from ladder.dag.tokenize import tokenize
 from ladder.spec import DataSpec, DomainSpec
-from ladder.train.digest import source_digest
-from ladder.train.hf_tokenizer import train_bpe
-from ladder.train.sources import SourceError, can_read, check
-from ladder.train.stream import open_mixture
+from ladder.trainers.builtin.digest import source_digest
+from ladder.trainers.builtin.hf_tokenizer import train_bpe
+from ladder.trainers.builtin.sources import SourceError, can_read, check
+from ladder.trainers.builtin.stream import open_mixture
 
 
 @pytest.fixture(autouse=True, scope="module")

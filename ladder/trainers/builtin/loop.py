@@ -8,7 +8,7 @@ amortised). Chunks of at most ``steps_per_call`` steps are cut at every multiple
 another, so a run resumed from any checkpoint replays exactly the computations of an uninterrupted run.
 
 Devices: the state lives on a data-parallel mesh over the node's local devices when there is more
-than one (:mod:`ladder.train.parallel`: batches split along the batch, parameters replicated or
+than one (:mod:`ladder.trainers.builtin.parallel`: batches split along the batch, parameters replicated or
 FSDP-sharded); on one device the jitted functions are plain ``jax.jit`` as they always were.
 
 At a boundary step s, in order: eval (if due), WSD cooldown branches starting at s, checkpoint (if
@@ -35,20 +35,20 @@ import numpy as np
 
 from ladder.outputs.layout import write_json_atomic
 from ladder.spec import DataSpec, RungSpec, data_from_dict, resolve_rung, rung_from_dict, to_dict
-from ladder.train import optim as optim_lib
-from ladder.train.checkpoint import Checkpointer
-from ladder.train.evaluate import eval_model, make_run_eval
-from ladder.train.hooks import Callback, call_hooks
-from ladder.train.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
-from ladder.train.metrics import JsonlWriter, SpikeDetector, read_jsonl
-from ladder.train.mirror import OutputDir, open_output
-from ladder.train.model import build
-from ladder.train.outputs import check_same_config, summarise, write_json_lines
-from ladder.train.parallel import plan
-from ladder.train.peaks import run_peak_flops
-from ladder.train.sigterm import Sigterm, any_process
-from ladder.train.start import start as run_start
-from ladder.train.stream import open_mixture
+from ladder.trainers.builtin import optim as optim_lib
+from ladder.trainers.builtin.checkpoint import Checkpointer
+from ladder.trainers.builtin.evaluate import eval_model, make_run_eval
+from ladder.trainers.builtin.hooks import Callback, call_hooks
+from ladder.trainers.builtin.jitted import DEFAULT_STEPS_PER_CALL, make_eval, make_train_chunk, segments
+from ladder.trainers.builtin.metrics import JsonlWriter, SpikeDetector, read_jsonl
+from ladder.trainers.builtin.mirror import OutputDir, open_output
+from ladder.trainers.builtin.model import build
+from ladder.trainers.builtin.outputs import check_same_config, summarise, write_json_lines
+from ladder.trainers.builtin.parallel import plan
+from ladder.trainers.builtin.peaks import run_peak_flops
+from ladder.trainers.builtin.sigterm import Sigterm, any_process
+from ladder.trainers.builtin.start import start as run_start
+from ladder.trainers.builtin.stream import open_mixture
 
 
 class Diverged(RuntimeError):
@@ -91,13 +91,13 @@ def train(
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
     ``out_dir`` is a local path, an fsspec URL (the run works in a local scratch folder mirrored to
-    it, see :mod:`ladder.train.mirror`), or an open :class:`OutputDir` the caller also writes into.
+    it, see :mod:`ladder.trainers.builtin.mirror`), or an open :class:`OutputDir` the caller also writes into.
     ``max_steps`` stops early at that absolute step (the schedule is still the full run's; the result
     has ``complete: false`` and a later call continues). ``raise_on_divergence`` raises
     :class:`Diverged` after writing the FAILED result instead of returning it.
     ``steps_per_call`` (default 64, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
     ``checkpoint_dir``: where checkpoints go (default ``out_dir/checkpoints``): a gang's processes share the
-    first's, each writing its own shards, while their other outputs stay apart (:mod:`ladder.train.gang`).
+    first's, each writing its own shards, while their other outputs stay apart (:mod:`ladder.trainers.builtin.gang`).
     """
     # Close the mirror only when it was opened here: a caller's OutputDir stays open for its own writes.
     with contextlib.nullcontext(out_dir) if isinstance(out_dir, OutputDir) else open_output(out_dir) as output:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladder.train.sha256 import sha256_file
+from ladder.trainers.builtin.sha256 import sha256_file
 
 FORMAT_VERSION = 1
 SPLITS = ("train", "heldout")

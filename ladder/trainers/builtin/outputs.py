@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from ladder.executor.hashing import config_diff, format_diff, hashed_config
-from ladder.train.metrics import read_jsonl
+from ladder.trainers.builtin.metrics import read_jsonl
 
 
 def _finite(x) -> bool:

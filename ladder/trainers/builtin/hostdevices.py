@@ -2,7 +2,7 @@
 
 On a CPU, XLA runs one program per device and spreads each op over the intra-op thread pool; on
 small models the ops are too small to keep two cores busy. Splitting the process into one host
-device per core and training data-parallel over them (``ladder.train.parallel``) runs the trainer's
+device per core and training data-parallel over them (``ladder.trainers.builtin.parallel``) runs the trainer's
 own step faster at the default ladder's widths on a 2-core machine (``make bench`` measures both), as
 two 1-CPU rungs side by side beat one 2-thread rung.
 

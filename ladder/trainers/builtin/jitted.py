@@ -6,8 +6,8 @@ compile serves every chunk: with the count static, the single steps around each 
 were a second program. On a 2-core CPU a d16 rung compiled two programs of 9 s each; with one, the rung
 took 38.9 s instead of 44.0 s (its single compile 14.6 s that run: compile times vary by a third between runs).
 
-Both take the model split into (graphdef, params, router bias) (:class:`ladder.train.model.Functional`);
-with a :class:`ladder.train.parallel.Layout` they are jitted onto its data-parallel mesh, else with
+Both take the model split into (graphdef, params, router bias) (:class:`ladder.trainers.builtin.model.Functional`);
+with a :class:`ladder.trainers.builtin.parallel.Layout` they are jitted onto its data-parallel mesh, else with
 plain ``jax.jit`` (one device, bit-identical to a trainer without the mesh).
 """
 
@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ladder.train import axes
-from ladder.train.model import Functional, cross_entropy, loss_fn
-from ladder.train.moe import update_bias
-from ladder.train.parallel import Layout
+from ladder.trainers.builtin import axes
+from ladder.trainers.builtin.model import Functional, cross_entropy, loss_fn
+from ladder.trainers.builtin.moe import update_bias
+from ladder.trainers.builtin.parallel import Layout
 
 # A compiled call has a fixed cost besides its steps (`python -m bench calls` measures it), so many steps
 # go in one call, enough that the cost is a small share of a hero's step time. Any count trains

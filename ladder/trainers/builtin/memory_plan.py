@@ -40,7 +40,7 @@ class RungLayout:
 
 def local_devices(rung: RungSpec) -> int:
     """Devices each process of ``rung`` trains on, as the trainer will pick them (``parallel.device_count``)."""
-    from ladder.train.hostdevices import host_device_count
+    from ladder.trainers.builtin.hostdevices import host_device_count
 
     res = rung.resources
     if res.devices:

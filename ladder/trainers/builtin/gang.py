@@ -25,7 +25,7 @@ per ``every`` seconds and always at its last step; the caller forwards each new 
 ``ctx.progress``, the live view's and ``ladder status``'s row; ``ladder train``: a line on standard error).
 Stop: once ``should_stop()`` (a stopping driver), the caller writes ``STOP``, which every member's
 ``should_stop`` reads; the trainer ors the stop flags of all processes with a collective at each of its
-checks (``ladder.train.sigterm.any_process``), so every member checkpoints at the same step and the gang
+checks (``ladder.trainers.builtin.sigterm.any_process``), so every member checkpoints at the same step and the gang
 returns ``{"status": "INTERRUPTED", "steps": s}`` from its first process; running it again resumes from that
 checkpoint. A member that dies while its gang is stopping is not restarted (the step's driver is going away):
 the error is raised.
@@ -89,7 +89,7 @@ def _poll(folder: Path, watch: Watch, last: dict | None) -> dict | None:
 
 def member_env(rung: RungSpec) -> dict[str, str]:
     """Environment of each member's process: its share of host devices; CPU JAX when it has no GPU."""
-    from ladder.train.hostdevices import worker_env
+    from ladder.trainers.builtin.hostdevices import worker_env
 
     env = dict(worker_env(rung.resources))
     if rung.resources.gpus <= 0:
@@ -124,7 +124,7 @@ class Member:
         if os.environ.get("JAX_PLATFORMS", "") == "cpu":
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=processes, process_id=index)
-        from ladder.train import compile_cache, train
+        from ladder.trainers.builtin import compile_cache, train
 
         out = Path(out_dir)
         mine = out if index == 0 else out / GANG_DIR / f"process-{index}"

@@ -1,8 +1,8 @@
 """A run's batches and eval windows from each domain's splits: one sampler and one window layout for every
-tokenizer, whether the splits are token shards mapped from disk (ladder.train.stream) or the ``bytes``
-tokenizer's streams held in memory (ladder.train.data).
+tokenizer, whether the splits are token shards mapped from disk (ladder.trainers.builtin.stream) or the ``bytes``
+tokenizer's streams held in memory (ladder.trainers.builtin.data).
 
-Training windows are drawn without replacement (ladder.train.sampling): a seeded permutation of each
+Training windows are drawn without replacement (ladder.trainers.builtin.sampling): a seeded permutation of each
 domain's windows per epoch, a batch a pure function of (seed, step). Repetition is then the same
 function of tokens/corpus at every rung; drawing window starts with replacement left a third of the
 corpus unseen at one pass, and a larger rung saw a larger share of it. The evals read the held-out
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ladder.spec import DataSpec
-from ladder.train.sampling import Sampler
-from ladder.train.shards import Split
+from ladder.trainers.builtin.sampling import Sampler
+from ladder.trainers.builtin.shards import Split
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Datasheet figures are dense (no structured sparsity), per device (one GPU; one TPU chip), for matmuls
 with bfloat16 and float32 operands. On a TPU, JAX's default matmul precision runs float32 operands as one
 bfloat16 pass, so its float32 peak is its bfloat16 one. A CPU has no datasheet figure: its peak is the
-matmul rate measured once per process (:func:`ladder.train.metrics.measured_peak_flops`); the host
+matmul rate measured once per process (:func:`ladder.trainers.builtin.metrics.measured_peak_flops`); the host
 devices a CPU run splits into share the process's thread pool, which that measurement already uses
 whole, so it is not multiplied by the device count. ``LADDER_PEAK_FLOPS`` overrides the per-device peak.
 """
@@ -54,6 +54,6 @@ def run_peak_flops(dtype: str, devices: int) -> tuple[float, str]:
     peak = datasheet_peak(device.device_kind, dtype)
     if peak is not None:
         return devices * peak, f"datasheet {device.device_kind}"
-    from ladder.train.metrics import measured_peak_flops
+    from ladder.trainers.builtin.metrics import measured_peak_flops
 
     return measured_peak_flops(dtype=dtype), f"measured {device.platform}"

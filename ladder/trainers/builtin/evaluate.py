@@ -8,8 +8,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ladder.spec import DataSpec
-from ladder.train.mixture import WindowMixture
-from ladder.train.model import Functional, build
+from ladder.trainers.builtin.mixture import WindowMixture
+from ladder.trainers.builtin.model import Functional, build
 
 # Eval windows go through the model in calls of about this many tokens: a small rung's batch of 3 windows
 # made its evals hundreds of tiny calls. A call's rows are a multiple of the devices (so they split over

@@ -24,8 +24,8 @@ import numpy as np
 from flax import nnx
 
 from ladder.spec import ModelSpec
-from ladder.train import axes, init, precision
-from ladder.train.moe import MoE, RouterBias
+from ladder.trainers.builtin import axes, init, precision
+from ladder.trainers.builtin.moe import MoE, RouterBias
 
 
 def onehot_paths() -> bool:

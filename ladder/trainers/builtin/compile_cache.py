@@ -23,7 +23,7 @@ def enable(out_dir: str | os.PathLike) -> Path | None:
     """Cache this process's compiles under the ladder root of a step's ``out_dir``
     (``<root>/<ladder>/<step>``); the cache folder, or None when left to the user or unavailable."""
     from ladder.executor.store import strip_file_scheme
-    from ladder.train.mirror import is_remote
+    from ladder.trainers.builtin.mirror import is_remote
 
     if os.environ.get("JAX_COMPILATION_CACHE_DIR") or is_remote(str(out_dir)):
         return None

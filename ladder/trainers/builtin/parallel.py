@@ -1,7 +1,7 @@
 """Data, FSDP and expert parallelism over the devices of a run, through jax.sharding.
 
 A run spans ``resources.devices`` local devices per process (0: the most that divide its batch) times
-``resources.processes`` processes, as a (data, fsdp, expert) :class:`Mesh` (:mod:`ladder.train.axes`).
+``resources.processes`` processes, as a (data, fsdp, expert) :class:`Mesh` (:mod:`ladder.trainers.builtin.axes`).
 Every batch is split along its batch dimension over all three axes. Parameters, router bias and optimizer
 state are replicated (``resources.parallel = "replicated"``: the devices lie along ``data``) or FSDP-sharded
 (``"fsdp"``: along ``fsdp``, each leaf split along its "embed" dimension), and a MoE's experts split over
@@ -26,7 +26,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ladder.spec import RungSpec, SpecError
-from ladder.train import axes
+from ladder.trainers.builtin import axes
 
 DATA = axes.DATA
 
@@ -43,7 +43,7 @@ class Layout:
     batches: NamedSharding  # a chunk of batches (steps, batch, seq + 1): split along batch
     rows: NamedSharding  # one batch of rows (batch, ...): split along batch
     replicated: NamedSharding
-    rule: dict = field(default_factory=dict)  # logical axis -> mesh axes (ladder.train.axes.rules)
+    rule: dict = field(default_factory=dict)  # logical axis -> mesh axes (ladder.trainers.builtin.axes.rules)
 
     @property
     def n(self) -> int:
@@ -145,7 +145,7 @@ def plan(rung: RungSpec, params: dict, bias: dict, opt_state) -> Layout | None:
     """The layout of ``rung``'s train state on its devices, or None when it runs on one device.
 
     ``opt_state`` may be abstract (``jax.eval_shape(opt.init, params)``): only shapes are read. Every
-    leaf's sharding comes from its logical axes (:mod:`ladder.train.axes`) and the mode's rules.
+    leaf's sharding comes from its logical axes (:mod:`ladder.trainers.builtin.axes`) and the mode's rules.
     """
     local = device_count(rung)
     n = local * jax.process_count()
