@@ -101,13 +101,14 @@ def run(job: TrainRun) -> dict:
     finally:
         child.kill()
     return _ended(job, inp, out, rc, child.terminated, child.describe_exit(rc) if rc else "", callbacks,
-                  time.monotonic() - t0)
+                  time.monotonic() - t0, argv)
 
 
 def _ended(job: TrainRun, inp: dict, out: Path, rc: int, stopped: bool, exit_line: str, callbacks: list,
-           wall_s: float) -> dict:
+           wall_s: float, argv: list[str]) -> dict:
     return ended(job, inp, out, rc, stopped, f"its trainer {exit_line}", callbacks, wall_s,
-                 {"kind": "command", "argv": list(job.trainer["command"])})
+                 {"kind": "command", "command": list(job.trainer["command"]), "argv": argv,
+                  "processes": int(job.rung.resources.processes)})
 
 
 def ended(job: TrainRun, inp: dict, out: Path, rc: int, stopped: bool, failure: str, callbacks: list,
@@ -213,4 +214,5 @@ def _gang(job: TrainRun) -> dict:
         follower.poll(final=True)
         return {"status": "FAILED", "message": f"a process of its trainer's gang {exc}"}
     follower.poll(final=True)
-    return _ended(job, inp, out, first["rc"], first["terminated"], first["exit"], callbacks, time.monotonic() - t0)
+    return _ended(job, inp, out, first["rc"], first["terminated"], first["exit"], callbacks, time.monotonic() - t0,
+                  argv)
