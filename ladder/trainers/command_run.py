@@ -98,6 +98,8 @@ def run(job: TrainRun) -> dict:
             if rc is None and not child.terminated and job.should_stop():
                 child.terminate()
         follower.poll(final=True)
+    except RowError as exc:  # the trainer's output is broken: the run ends here, the trainer with it
+        return {"status": "FAILED", "message": str(exc)}
     finally:
         child.kill()
     return _ended(job, inp, out, rc, child.terminated, child.describe_exit(rc) if rc else "", callbacks,
@@ -210,9 +212,10 @@ def _gang(job: TrainRun) -> dict:
     # A gang's members use only their bundle's devices: the builtin's per-member env (CPU JAX without a GPU).
     try:
         first = run_gang(job.rung, out, CommandMember, member_env(job.rung), start, watch=watch, check=_check_member)
-    except _MemberFailed as exc:
         follower.poll(final=True)
+    except _MemberFailed as exc:
         return {"status": "FAILED", "message": f"a process of its trainer's gang {exc}"}
-    follower.poll(final=True)
+    except RowError as exc:  # the gang is torn down by run_gang on the way out
+        return {"status": "FAILED", "message": str(exc)}
     return _ended(job, inp, out, first["rc"], first["terminated"], first["exit"], callbacks, time.monotonic() - t0,
                   argv)
