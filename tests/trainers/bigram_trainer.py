@@ -137,7 +137,8 @@ def train(run: dict, should_stop=lambda: False) -> int:
             W = W - lr * (mhat / (np.sqrt(vhat) + opt["eps"]) + opt["weight_decay"] * W)
             interval.append(loss)
             if step % log_every == 0 or step == steps:
-                out.metrics(step, loss, loss_mean=sum(interval) / len(interval), lr=lr, grad_norm=norm)
+                # pid: which process trained it (a command's own, a callable's step worker), for the tests
+                out.metrics(step, loss, loss_mean=sum(interval) / len(interval), lr=lr, grad_norm=norm, pid=os.getpid())
                 interval = []
             if fault == "exit3" and step == 3:
                 print("bigram: a fault asked for at step 3", file=sys.stderr)
