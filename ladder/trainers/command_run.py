@@ -196,6 +196,8 @@ def _gang(job: TrainRun) -> dict:
     folder = out / GANG_DIR
 
     def start(actors: list, out_s: str) -> list:
+        # a restarted gang resumes: its input says so, as a step started again on its folder's does
+        layout.write_json_atomic(out / layout.RUN_CONFIG, {**inp, "resume": has_checkpoint(out)})
         where = ray.get([a.where.remote() for a in actors])
         master, coordinator = ray.get(actors[0].addresses.remote())
         nodes = [node for _, node in where]
