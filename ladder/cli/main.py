@@ -25,7 +25,7 @@ from ladder.cli.common import (
     spec_argument,
 )
 from ladder.cli.options import address_option, example, json_option, root_option, table_width
-from ladder.dag.plan_costs import print_plan as _print_plan
+from ladder.cli.plan import print_plan as _print_plan
 from ladder.spec import LadderSpec
 from ladder.trainers.builtin.peaks import ACCELERATORS, accelerator_peak
 
@@ -251,6 +251,9 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
             click.echo(f"train: {e}", err=True)
             return EXIT_FAILED
         raise
+    if result.get("status") == "FAILED" and "params_total" not in result:  # a foreign trainer's failure: its line
+        click.echo(f"train: {rung_name} FAILED: {result.get('message')}", err=True)
+        return EXIT_FAILED
     flat = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
     if as_json:
         click.echo(json.dumps(flat, indent=2, default=str))
