@@ -35,6 +35,14 @@ def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None
         from fits.laws.matched_progress import PerFractionLaw
 
         return PerFractionLaw.from_params(params, config)
+    if name in ("task_chain", "task_single_step", "task_sigmoid", "task_sigmoid_bounded"):
+        from fits.laws import tasks
+
+        if name == "task_chain":
+            return tasks.TaskChainLaw.from_params(params, config)
+        if name == "task_single_step":
+            return tasks.SingleStepLaw.from_params(params, config)
+        return tasks.step2_law(params, config.get("chance"))
     if name.startswith("joint_"):
         from fits.laws.joint import JointCurveLaw
 
