@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from fits.laws.registry import final_law_min_rungs
+
 from .model import ModelSpec, Rule
 
 if TYPE_CHECKING:
@@ -222,8 +224,9 @@ class DataSpec:
         return replace(self, eval_tokens=self.final_tokens)
 
 
-# Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).
-FINAL_LAW_MIN_RUNGS = {"compute": 3, "compute_domains": 3, "chinchilla": 3, "chinchilla_tied": 2}
+# Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this),
+# from fits' one law registry.
+FINAL_LAW_MIN_RUNGS = final_law_min_rungs()
 
 
 @dataclass(frozen=True)
