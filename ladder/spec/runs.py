@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .model import ModelSpec, Rule
 
@@ -261,6 +261,10 @@ class LadderSpec:
     train_hero: bool = True  # False: predict the hero but never train it here (e.g. a 535B hero)
     description: str = ""
     isoflop: IsoFlopSpec | None = None  # an IsoFLOP sweep that places the runs declared by budget
+    # Named changes of the recipe, each {key: value} overrides as --set takes them ("runs.<field>" sets a
+    # field of every rung and the hero): `--variant NAME` trains the ladder <name>+NAME with them applied
+    # (ladder.spec.load.apply_variant), which `ladder compare` sets against this one.
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def all_runs(self) -> tuple[RungSpec, ...]:
         return self.rungs + ((self.hero,) if self.hero is not None else ())
