@@ -93,10 +93,14 @@ def trend_doc(mult: dict, delta: dict) -> dict:
             "chi2": mult["chi2"], "dof": mult["dof"], "scale": mult["scale"]}
 
 
-def at_target(mult: dict, law: dict, flops_b: float, flops_a: float | None = None) -> dict:
+def at_target(mult: dict, law: dict, flops_b: float, flops_a: float | None = None, pair_sigma: float = 0.0) -> dict:
     """The multiplier's trend at B's compute ``flops_b`` and the loss difference it implies on A's law:
     B's loss is A's law at the multiplier times B's compute, A's is A's law at ``flops_a`` (default the
-    same compute); delta's band is the multiplier's band mapped the same way (delta falls as it rises)."""
+    same compute); delta's band is the multiplier's band mapped the same way (delta falls as it rises).
+
+    ``pair_lower``/``pair_upper`` (and ``pair_delta_*``) widen the band by one pair of runs' own seed
+    luck, ``pair_sigma`` in log(L_B / L_A): where one measured pair of heroes should land. That luck
+    moves the log multiplier L / (alpha (L - E)) times as much (A's law's slope at B's loss)."""
     m, m_lo, m_hi = at(mult, math.log10(flops_b))
     flops_a = flops_b if flops_a is None else flops_a
     loss_a = float(law_loss(law["E"], law["A"], law["alpha"], flops_a))
@@ -104,8 +108,18 @@ def at_target(mult: dict, law: dict, flops_b: float, flops_a: float | None = Non
     def delta(log_m: float) -> float:
         return float(law_loss(law["E"], law["A"], law["alpha"], flops_b * math.exp(log_m))) - loss_a
 
+    q = mult["q"]
+    loss_b = loss_a + delta(m)
+    slope = loss_b / (law["alpha"] * (loss_b - law["E"])) if loss_b > law["E"] else math.inf
+    sd = (m_hi - m) / q if q > 0 else 0.0
+    sd_pair = math.hypot(sd, slope * pair_sigma) if pair_sigma > 0 else sd
+    d_sd = (delta(m_lo) - delta(m_hi)) / (2 * q) if q > 0 else 0.0
+    d_sd_pair = math.hypot(d_sd, loss_b * pair_sigma)
     return {"flops": flops_b, "multiplier": math.exp(m), "lower": math.exp(m_lo), "upper": math.exp(m_hi),
-            "delta": delta(m), "delta_lower": delta(m_hi), "delta_upper": delta(m_lo)}
+            "delta": delta(m), "delta_lower": delta(m_hi), "delta_upper": delta(m_lo),
+            "pair_lower": math.exp(m - q * sd_pair), "pair_upper": math.exp(m + q * sd_pair),
+            "pair_delta_lower": delta(m) - q * d_sd_pair, "pair_delta_upper": delta(m) + q * d_sd_pair,
+            "pair_sigma": pair_sigma}
 
 
 def verdict(trend: dict, hero: dict | None, largest: dict) -> str:
@@ -164,7 +178,9 @@ def analyse(a, b, *, hero_flops: tuple[float, float] | None = None, heroes: tupl
     trend["curve"] = [{"flops": float(c), **dict(zip(("multiplier", "lower", "upper"),
                                                      (math.exp(v) for v in at(mult, math.log10(c))), strict=True))}
                       for c in grid]
-    hero = at_target(mult, effects.law, *hero_flops) if hero_flops else None
+    nz = effects.noise
+    pair_sigma = nz.sigma_pair if nz.sigma_pair is not None else math.hypot(nz.sigma_a, nz.sigma_b)
+    hero = at_target(mult, effects.law, *hero_flops, pair_sigma=pair_sigma) if hero_flops else None
     if hero is not None:
         hero["shown"] = hero_word(math.log(hero["lower"]), math.log(hero["upper"]), trend["direction"] != "cost")
     doc = {"per_size": per_size, "trend": trend, "at_hero": hero, "noise": effects.noise.as_dict(),
@@ -172,9 +188,10 @@ def analyse(a, b, *, hero_flops: tuple[float, float] | None = None, heroes: tupl
            "backtest": backtest(a, b, effects, level, kw), "heroes": None}
     if heroes is not None:
         measured = hero_effect(effects.law, *heroes)
-        if hero is not None:
-            measured["inside"] = hero["lower"] <= measured["multiplier"] <= hero["upper"]
-            measured["delta_inside"] = hero["delta_lower"] <= measured["delta"] <= hero["delta_upper"]
+        if hero is not None:  # one pair of heroes carries its own seed luck: set against the pair band
+            measured["inside"] = hero["pair_lower"] <= measured["multiplier"] <= hero["pair_upper"]
+            measured["delta_inside"] = hero["pair_delta_lower"] <= measured["delta"] <= hero["pair_delta_upper"]
+            measured["inside_effect_band"] = hero["lower"] <= measured["multiplier"] <= hero["upper"]
         doc["heroes"] = measured
     doc["verdict"] = verdict(trend, hero, per_size[-1])
     return doc
@@ -196,11 +213,15 @@ def backtest(a, b, effects: SizeEffects, level: float, kw: dict) -> dict:
     except (InputError, ValueError) as exc:
         return {"ok": False, "reason": f"the smaller sizes alone cannot be analysed ({exc})"}
     mult, _ = trends(small, level)
-    predicted = at_target(mult, small.law, float(last["flops_b"]), float(last["flops_a"]))
+    nz = effects.noise  # the measured size's own luck: its pairs' (or runs') mean
+    luck = (nz.sigma_pair / math.sqrt(last["pairs"]) if last["pairs"] else
+            math.hypot(nz.sigma_a / math.sqrt(last["runs_a"]), nz.sigma_b / math.sqrt(last["runs_b"])))
+    predicted = at_target(mult, small.law, float(last["flops_b"]), float(last["flops_a"]), pair_sigma=luck)
     measured = {"multiplier": math.exp(float(last["log_multiplier"])), "delta": float(last["delta"])}
     return {"ok": True, "size": str(last["size"]), "fit_on": list(small.table["size"]), "predicted": predicted,
             "measured": measured,
-            "inside": predicted["lower"] <= measured["multiplier"] <= predicted["upper"],
-            "delta_inside": predicted["delta_lower"] <= measured["delta"] <= predicted["delta_upper"],
+            # the measured size carries its own seeds' luck: set against the band widened by it
+            "inside": predicted["pair_lower"] <= measured["multiplier"] <= predicted["pair_upper"],
+            "delta_inside": predicted["pair_delta_lower"] <= measured["delta"] <= predicted["pair_delta_upper"],
             "multiplier_error": predicted["multiplier"] / measured["multiplier"] - 1.0,
             "delta_error": predicted["delta"] - measured["delta"]}

@@ -143,19 +143,22 @@ def _print(a: dict, b: dict, effect: dict, verdict: str, out) -> None:
     h = effect["at_hero"]
     if h is not None:
         click.echo(f"at the hero ({h['flops']:.3g} FLOPs): {_band(h['multiplier'], h['lower'], h['upper'], '.3f')}x, "
-                   f"delta {_band(h['delta'], h['delta_lower'], h['delta_upper'], '+.4f')}")
+                   f"delta {_band(h['delta'], h['delta_lower'], h['delta_upper'], '+.4f')}; one pair of heroes "
+                   f"(its own seed luck too): [{h['pair_lower']:.3f}, {h['pair_upper']:.3f}]x, "
+                   f"delta [{h['pair_delta_lower']:+.4f}, {h['pair_delta_upper']:+.4f}]")
     bt = effect["backtest"]
     if bt["ok"]:
         p = bt["predicted"]
         click.echo(f"backtest: {bt['size']} predicted from {', '.join(bt['fit_on'])}: "
                    f"{_band(p['multiplier'], p['lower'], p['upper'], '.3f')}x, measured {bt['measured']['multiplier']:.3f}x "
-                   f"({'inside' if bt['inside'] else 'OUTSIDE'} the band); delta predicted {p['delta']:+.4f}, "
+                   f"({'inside' if bt['inside'] else 'OUTSIDE'} the band with that size's own luck, "
+                   f"[{p['pair_lower']:.3f}, {p['pair_upper']:.3f}]); delta predicted {p['delta']:+.4f}, "
                    f"measured {bt['measured']['delta']:+.4f}")
     else:
         click.echo(f"backtest: not run ({bt['reason']})")
     heroes = effect["heroes"]
     if heroes is not None:
-        inside = "" if "inside" not in heroes else f" ({'inside' if heroes['inside'] else 'OUTSIDE'} the band)"
+        inside = "" if "inside" not in heroes else f" ({'inside' if heroes['inside'] else 'OUTSIDE'} the pair band)"
         click.echo(f"heroes: A {heroes['loss_a']:.4f}, B {heroes['loss_b']:.4f}: delta {heroes['delta']:+.4f}, "
                    f"{heroes['multiplier']:.3f}x measured{inside}")
     click.echo(f"verdict: {verdict}")

@@ -28,10 +28,14 @@ def multiplier_figure(effect: dict) -> dict:
                          "trend band", "rgba(214,39,40,0.15)", "trend")
     data.append({"x": [c["flops"] for c in curve], "y": [c["multiplier"] for c in curve], "mode": "lines",
                  "line": {"color": TREND}, "name": "trend (fitted on the sizes)", "legendgroup": "trend"})
+    hero = effect.get("at_hero")
+    if hero:  # where one measured pair of heroes should land: the band widened by their own seed luck
+        data.append({"x": [hero["flops"], hero["flops"]], "y": [hero["pair_lower"], hero["pair_upper"]],
+                     "mode": "lines", "line": {"color": TREND, "width": 1, "dash": "dot"},
+                     "name": "one pair of heroes (their own luck too)"})
     data.append({"x": [r["flops_b"] for r in rows], "y": [r["multiplier"] for r in rows], "mode": "markers",
                  "marker": {"color": EFFECT, "size": 9}, "text": [r["size"] for r in rows], "name": "per size",
                  "error_y": _errors(rows, "multiplier", "lower", "upper")})
-    hero = effect.get("at_hero")
     if hero:
         data.append({"x": [hero["flops"]], "y": [hero["multiplier"]], "mode": "markers", "name": "at the hero (predicted)",
                      "marker": {"color": TREND, "size": 11, "symbol": "diamond"},
@@ -100,7 +104,8 @@ def render_compare(a: dict, b: dict, effect: dict, verdict: str) -> str:
     parts.append(_section("At the hero, and the backtest", _table(rows, [
         ("what", "", ""), ("flops", "FLOPs", ".3g"), ("multiplier", "multiplier", ".3f"), ("lower", "lower", ".3f"),
         ("upper", "upper", ".3f"), ("delta", "delta", "+.4f"), ("delta_lower", "lower", "+.4f"),
-        ("delta_upper", "upper", "+.4f"), ("inside", "inside the band", "")]), "hero"))
+        ("delta_upper", "upper", "+.4f"), ("pair_lower", "one pair: lower", ".3f"), ("pair_upper", "upper", ".3f"),
+        ("inside", "inside the pair band", "")]), "hero"))
     data = json.dumps(_json_safe(figs), allow_nan=False, default=str).replace("</", "<\\/")
     script = ("const FIGS=" + data + ";const cfg={displaylogo:false,responsive:true};"
               "Promise.all(Object.entries(FIGS).map(([id,f])=>Plotly.newPlot(id,f.data,f.layout,cfg))).then(()=>{"
