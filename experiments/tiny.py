@@ -61,4 +61,13 @@ LADDER = LadderSpec(
     fit=FitSpec(law="compute", curve_law="multipower", bootstrap=200),
     gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.15, accept_single_seed=True),
     description="default CPU ladder",
+    # Changes to test against this recipe in one command (`ladder submit experiments/tiny.py --variant NAME`
+    # trains the ladder tiny+NAME; `ladder compare experiments/tiny.py experiments/tiny.py --variant-b NAME`
+    # sets it against tiny). Neither changes tiny's own steps.
+    variants={
+        # dense SwiGLU MLPs (width 8/3 d_model) in place of the 8-expert top-2 MoE
+        "dense": {"runs.model.n_experts": 0, "runs.model.top_k": 0, "runs.model.expert_d_ff": 0},
+        # more code in the mixture: code 0.7, the two Bibles 0.15 each
+        "code70": {"data.domains[0].weight": 0.7, "data.domains[1].weight": 0.15, "data.domains[2].weight": 0.15},
+    },
 )

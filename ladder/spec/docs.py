@@ -29,6 +29,8 @@ FIELD_DOCS = {
     "LadderSpec.fit": "how the laws are fit and their intervals made (FitSpec)",
     "LadderSpec.gate": "when the hero may start (GateSpec)",
     "LadderSpec.wandb": "Weights & Biases logging (WandbSpec)",
+    "LadderSpec.variants": ("named changes of the recipe, {name: {key: value}} with keys as --set takes them "
+                            "('runs.<field>': every rung and the hero); --variant NAME trains the ladder <name>+NAME"),
     "LadderSpec.root": "where outputs go: a folder or an fsspec URL (--root, then LADDER_ROOT, override it)",
     "LadderSpec.seed": "the ladder's seed; a rung without its own seed takes it",
     "LadderSpec.description": "free text shown in plans and reports (not hashed)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fits.laws.registry import final_law_min_rungs
 
@@ -286,6 +286,10 @@ class LadderSpec:
     description: str = ""
     isoflop: IsoFlopSpec | None = None  # an IsoFLOP sweep that places the runs declared by budget
     trainer: TrainerSpec = field(default_factory=TrainerSpec)  # what trains every run without its own
+    # Named changes of the recipe, each {key: value} overrides as --set takes them ("runs.<field>" sets a
+    # field of every rung and the hero): `--variant NAME` trains the ladder <name>+NAME with them applied
+    # (ladder.spec.load.apply_variant), which `ladder compare` sets against this one.
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def trainer_of(self, run: RungSpec) -> TrainerSpec:
         """The trainer of ``run``: its own, else the ladder's."""

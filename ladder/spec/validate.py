@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -256,8 +256,11 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     problems: list[str] = []
     if not isinstance(spec, LadderSpec):
         raise SpecError([f"LADDER: expected a LadderSpec, got {type(spec).__name__}"])
-    if not isinstance(spec.name, str) or not spec.name or not spec.name.replace("_", "").replace("-", "").isalnum():
+    # '+' joins a ladder and its variant (tiny+dense): each part a name of its own
+    if not isinstance(spec.name, str) or not all(p.replace("_", "").replace("-", "").isalnum() for p in spec.name.split("+")):
         problems.append(f"name: {spec.name!r} must be a non-empty name of letters, digits, '_' or '-'")
+    if not isinstance(spec.variants, Mapping):
+        problems.append(f"variants: expected a mapping of name to overrides, got {type(spec.variants).__name__}")
     if not isinstance(spec.rungs, tuple | list) or not spec.rungs:
         problems.append("rungs: at least one rung is required")
         raise SpecError(problems)
