@@ -46,10 +46,10 @@ def report_command() -> click.Command:
         if as_json:
             click.echo(json.dumps(rep, indent=2, default=str))
             return 0
-        for line in queries.report_lines(rep):
+        from ladder.report.headline import final_lines
+
+        for line in queries.report_lines(rep) + final_lines(rep, html_path, spec, spec_path, overrides):
             click.echo(line)
-        if html_path:
-            click.echo(f"report: {html_path}")
         return 0
 
     return report
