@@ -39,6 +39,7 @@ def train_step(config: dict, ctx) -> dict:
 
 
 def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
+    from ladder.dag import bpe
     from ladder.trainers.builtin import compile_cache, train
     from ladder.trainers.builtin.mirror import open_output
 
@@ -53,8 +54,9 @@ def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
         if config.get("role") == "hero":
             _one_prior(out.local, dep_dirs.get("predict"))
         callbacks = run_callbacks(rung, config, str(out.local), dep_dirs, _wandb_callbacks(config, ctx))
+        tokenizer_file = ctx.dep_path(bpe.STEP, bpe.FILE) if bpe.STEP in ctx.dep_dirs else None
         result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row),
-                       should_stop=lambda: ctx.stop_requested, shard_dirs=shards)
+                       should_stop=lambda: ctx.stop_requested, shard_dirs=shards, tokenizer_file=tokenizer_file)
     return _outcome(rung, result)
 
 

@@ -14,6 +14,8 @@ BACKTEST_RULES = ("noise", "threshold")
 PARALLEL_MODES = ("replicated", "fsdp")
 COMPUTE_DTYPES = ("float32", "bfloat16")
 BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "builtin:web_bible")
+# Tasks generated from the ladder's own held-out text (ladder.trainers.builtin.task_builtin registers each).
+BUILTIN_TASKS = ("builtin:heldout_cloze",)
 
 # Fields that describe but do not change what a step computes: excluded from content hashes.
 # "replica" only picks a rung's seed, and the resolved seed is hashed.
@@ -32,7 +34,9 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # Likewise: a gate from before the field blocked on the threshold alone.
                          "backtest_rule": "threshold",
                          # A gate from before the field had no replica check; at the default it keeps its address.
-                         "replica_outlier_level": 0.01}
+                         "replica_outlier_level": 0.01,
+                         # A run from before tasks were scored evaluated none; without tasks it keeps its address.
+                         "tasks": []}
 
 
 class SpecError(ValueError):
