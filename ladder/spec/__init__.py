@@ -23,7 +23,6 @@ from .load import REPLICA_SEED_STRIDE, apply_overrides, load_spec, resolve, reso
 from .model import (
     BALANCING,
     BUILTIN_SOURCES,
-    BUILTIN_TASKS,
     COMPUTE_DTYPES,
     COOLDOWN_SHAPES,
     COSMETIC_FIELDS,
@@ -57,7 +56,7 @@ from .serial import data_from_dict, rung_from_dict, to_dict
 from .validate import validate
 
 __all__ = [
-    "BALANCING", "BUILTIN_SOURCES", "BUILTIN_TASKS", "COMPUTE_DTYPES", "COOLDOWN_SHAPES", "COSMETIC_FIELDS", "HASH_NEUTRAL_DEFAULTS",
+    "BALANCING", "BUILTIN_SOURCES", "COMPUTE_DTYPES", "COOLDOWN_SHAPES", "COSMETIC_FIELDS", "HASH_NEUTRAL_DEFAULTS",
     "PARALLEL_MODES", "REPLICA_SEED_STRIDE", "RULE_KINDS", "SCHEDULES", "WANDB_MODES",
     "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "IsoFlopBudget", "IsoFlopSpec", "LadderSpec", "ModelSpec",
     "OptimSpec", "Resources", "Rule", "RunChange", "RungSpec", "ScheduleSpec", "SpecError", "TargetSpec", "TaskSpec", "WandbSpec",

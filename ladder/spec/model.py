@@ -14,8 +14,6 @@ BACKTEST_RULES = ("noise", "threshold")
 PARALLEL_MODES = ("replicated", "fsdp")
 COMPUTE_DTYPES = ("float32", "bfloat16")
 BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "builtin:web_bible")
-# Tasks generated from the ladder's own held-out text (ladder.trainers.builtin.task_builtin registers each).
-BUILTIN_TASKS = ("builtin:heldout_cloze",)
 
 # Fields that describe but do not change what a step computes: excluded from content hashes.
 # "replica" only picks a rung's seed, and the resolved seed is hashed.

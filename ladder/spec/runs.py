@@ -174,7 +174,7 @@ class DomainSpec:
 class TaskSpec:
     """A multiple-choice task evaluated at every eval of every run (OLMo's ranked classification): a local
     JSONL file of {"context": str, "choices": [str, ...], "answer": int} rows, or a built-in task generated
-    from the ladder's own held-out text (see BUILTIN_TASKS)."""
+    from the ladder's own held-out text (ladder.trainers.builtin.tasks.BUILTIN_TASKS)."""
 
     name: str
     source: str

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .model import BUILTIN_TASKS
 from .runs import DataSpec
 
 
@@ -12,6 +11,8 @@ def validate_tasks(problems: list[str], path: str, d: DataSpec, base_dir: Path |
     if not isinstance(d.tasks, tuple | list):
         problems.append(f"{path}.tasks: expected a tuple of TaskSpec, got {type(d.tasks).__name__}")
         return
+    from ladder.trainers.builtin.tasks import BUILTIN_TASKS
+
     names: set[str] = set()
     for i, task in enumerate(d.tasks):
         p = f"{path}.tasks[{i}]"

@@ -8,7 +8,7 @@ scale above chance (1 / CHOICES), as the bench and experiments/tasks_record.md m
 evenly over the domains, the right choice's position is balanced over the items, and the draw is a function of
 (the held-out text, the task's ``seed`` and ``items``) only, so every run of a ladder scores the same items.
 
-A task is registered once, in ``BUILTIN_TASKS`` here; ``ladder.spec.BUILTIN_TASKS`` names them for validation.
+A task is registered once, in ladder.trainers.builtin.tasks.BUILTIN_TASKS (its name and its function here).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import functools
 import numpy as np
 
 from ladder.spec import DataSpec, TaskSpec
-from ladder.trainers.builtin.tasks import TaskError, TaskItem
+from ladder.trainers.builtin.tasks import BUILTIN_TASKS, TaskError, TaskItem, is_builtin, read_file
 
 CONTEXT_CHARS = 96
 CHOICE_CHARS = 16
@@ -93,10 +93,12 @@ def heldout_cloze(task: TaskSpec, data: DataSpec) -> list[TaskItem]:
     return items
 
 
-BUILTIN_TASKS = {"builtin:heldout_cloze": heldout_cloze}
-
-
 def generate(task: TaskSpec, data: DataSpec) -> list[TaskItem]:
     if task.source not in BUILTIN_TASKS:
         raise TaskError(f"{task.source}: unknown built-in task; one of {', '.join(BUILTIN_TASKS)}")
-    return BUILTIN_TASKS[task.source](task, data)
+    return globals()[BUILTIN_TASKS[task.source]](task, data)
+
+
+def load_items(task: TaskSpec, data: DataSpec) -> list[TaskItem]:
+    """The items a run scores for ``task``: its file's, or the built-in's drawn from ``data``'s held-out split."""
+    return generate(task, data) if is_builtin(task) else read_file(task.source, task.items)

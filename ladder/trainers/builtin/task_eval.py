@@ -141,7 +141,7 @@ def task_runner(data, seq_len: int, fm, layout=None, tokenizer_file: str | None 
     tokenizer (``tokenizer_file``: the tokenizer.json a ``bpe:`` ladder trained)."""
     if not data.tasks:
         return make_run_tasks([], fm, layout)
-    from ladder.trainers.builtin.tasks import load_items
+    from ladder.trainers.builtin.task_builtin import load_items
     from ladder.trainers.builtin.tokenizer import get_tokenizer
 
     tokenizer = get_tokenizer(data.tokenizer, tokenizer_file)

@@ -11,9 +11,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ladder.spec import DataSpec, TaskSpec
 from ladder.trainers.builtin.sha256 import sha256_file
+
+if TYPE_CHECKING:  # the spec's validation reads task files through this module: it imports nothing of ladder.spec
+    from ladder.spec import TaskSpec
+
+
+# The built-in tasks (``TaskSpec.source``) and the function of ladder.trainers.builtin.task_builtin that draws
+# each one's items: registered here once, where the spec's validation reads their names too.
+BUILTIN_TASKS = {"builtin:heldout_cloze": "heldout_cloze"}
 
 
 class TaskError(ValueError):
@@ -70,15 +78,6 @@ def read_file(path: str | Path, limit: int = 0) -> list[TaskItem]:
 
 def is_builtin(task: TaskSpec) -> bool:
     return task.source.startswith("builtin:")
-
-
-def load_items(task: TaskSpec, data: DataSpec) -> list[TaskItem]:
-    """The items a run scores for ``task``: its file's, or the built-in's drawn from ``data``'s held-out split."""
-    if is_builtin(task):
-        from ladder.trainers.builtin.task_builtin import generate
-
-        return generate(task, data)
-    return read_file(task.source, task.items)
 
 
 def task_digest(task: TaskSpec) -> str:
