@@ -51,6 +51,7 @@ from .runs import (
     ScheduleSpec,
     TargetSpec,
     TrainerSpec,
+    TaskSpec,
     WandbSpec,
 )
 from .serial import data_from_dict, rung_from_dict, to_dict, trainer_from_dict
@@ -60,8 +61,8 @@ __all__ = [
     "BALANCING", "BUILTIN_SOURCES", "COMPUTE_DTYPES", "COOLDOWN_SHAPES", "COSMETIC_FIELDS", "HASH_NEUTRAL_DEFAULTS",
     "PARALLEL_MODES", "REPLICA_SEED_STRIDE", "RULE_KINDS", "SCHEDULES", "TRAINER_KINDS", "WANDB_MODES",
     "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "IsoFlopBudget", "IsoFlopSpec", "LadderSpec", "ModelSpec",
-    "OptimSpec", "Resources", "Rule", "RunChange", "RungSpec", "ScheduleSpec", "SpecError", "TargetSpec", "TrainerSpec",
-    "WandbSpec",
+    "OptimSpec", "Resources", "Rule", "RunChange", "RungSpec", "ScheduleSpec", "SpecError", "TargetSpec", "TaskSpec",
+    "TrainerSpec", "WandbSpec",
     "apply_overrides", "apply_variant", "data_from_dict", "deepseek_batch_rule", "deepseek_lr_rule", "load_spec", "resolve",
     "resolve_rung", "rung_from_dict", "to_dict", "trainer_from_dict", "validate",
 ]

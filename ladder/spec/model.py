@@ -35,7 +35,9 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # A gate from before the field had no replica check; at the default it keeps its address.
                          "replica_outlier_level": 0.01,
                          # A run's own trainer: None takes the ladder's, which a training step hashes by itself.
-                         "trainer": None}
+                         "trainer": None,
+                         # A run from before tasks were scored evaluated none; without tasks it keeps its address.
+                         "tasks": []}
 
 
 class SpecError(ValueError):

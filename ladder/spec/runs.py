@@ -194,6 +194,18 @@ class DomainSpec:
 
 
 @dataclass(frozen=True)
+class TaskSpec:
+    """A multiple-choice task evaluated at every eval of every run (OLMo's ranked classification): a local
+    JSONL file of {"context": str, "choices": [str, ...], "answer": int} rows, or a built-in task generated
+    from the ladder's own held-out text (ladder.trainers.builtin.tasks.BUILTIN_TASKS)."""
+
+    name: str
+    source: str
+    items: int = 0  # rows used: a file's first ``items`` (0: all); the items a built-in task generates (0: its default)
+    seed: int = 0  # a built-in task's draw (the same items for every run of the ladder)
+
+
+@dataclass(frozen=True)
 class DataSpec:
     domains: tuple[DomainSpec, ...] = (
         DomainSpec("code", "builtin:stdlib_py", 0.5),
@@ -212,6 +224,8 @@ class DataSpec:
     # last tokens lost their expert output: the loss rose over the last ~24 of 128 positions, and the
     # more so at larger sizes (experiments/tiny.py). Training keeps capacity dispatch.
     eval_dropless: bool = True
+    # Multiple-choice tasks scored at every eval: task_acc/<name> and task_bpb/<name> in eval.jsonl.
+    tasks: tuple[TaskSpec, ...] = ()
 
     @property
     def final_tokens(self) -> int:

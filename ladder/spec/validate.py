@@ -24,6 +24,7 @@ from .model import (
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
 from .validate_trainer import validate_run_trainer, validate_trainer
+from .validate_tasks import validate_tasks
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
@@ -249,6 +250,7 @@ def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path |
             and d.final_eval_tokens < 0):
         problems.append(f"{path}.final_eval_tokens: must be >= 0 (0: eval_tokens), got {d.final_eval_tokens}")
     _check_type(problems, f"{path}.eval_dropless", d.eval_dropless, (bool,), "True or False")
+    validate_tasks(problems, path, d, base_dir)
 
 
 def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
