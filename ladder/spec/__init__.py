@@ -50,8 +50,8 @@ from .runs import (
     RungSpec,
     ScheduleSpec,
     TargetSpec,
-    TrainerSpec,
     TaskSpec,
+    TrainerSpec,
     WandbSpec,
 )
 from .serial import data_from_dict, rung_from_dict, to_dict, trainer_from_dict

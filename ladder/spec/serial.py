@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .model import COSMETIC_FIELDS, ModelSpec, Rule
-from .runs import (DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec, TaskSpec,
-                   TrainerSpec)
+from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec, TaskSpec, TrainerSpec
 
 
 def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:

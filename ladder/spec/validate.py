@@ -23,8 +23,8 @@ from .model import (
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
-from .validate_trainer import validate_run_trainer, validate_trainer
 from .validate_tasks import validate_tasks
+from .validate_trainer import validate_run_trainer, validate_trainer
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:

@@ -49,8 +49,8 @@ from ladder.trainers.builtin.peaks import run_peak_flops
 from ladder.trainers.builtin.sigterm import Sigterm, any_process
 from ladder.trainers.builtin.start import start as run_start
 from ladder.trainers.builtin.stream import open_mixture
-from ladder.trainers.cadence import cadence
 from ladder.trainers.builtin.task_eval import task_runner
+from ladder.trainers.cadence import cadence
 
 
 class Diverged(RuntimeError):
