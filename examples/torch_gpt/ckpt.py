@@ -1,4 +1,4 @@
-"""Checkpoints under the run's output directory: ``checkpoints/step-<N>.pt`` with the model, the optimizer, the
+"""Checkpoints in the run's ``checkpoint.dir`` (under its output directory): ``step-<N>.pt`` with the model, the optimizer, the
 RNG states and the data position (the step: a batch is a pure function of the seed and its step), each written
 whole through a temporary file and a rename, so a kill mid-save leaves the previous one readable. The newest
 that loads is the one a restart resumes from."""
@@ -15,19 +15,13 @@ KEEP = 2  # the newest two: a torn newest file still leaves one to resume from
 _NAME = re.compile(r"step-(\d+)\.pt$")
 
 
-def checkpoint_dir(out: Path) -> Path:
-    return out / "checkpoints"
-
-
-def saved_steps(out: Path) -> list[int]:
-    folder = checkpoint_dir(out)
+def saved_steps(folder: Path) -> list[int]:
     if not folder.is_dir():
         return []
     return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _NAME.fullmatch(p.name)))
 
 
-def save(out: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, extra: dict) -> None:
-    folder = checkpoint_dir(out)
+def save(folder: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, extra: dict) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     state = {
         "step": step,
@@ -40,15 +34,15 @@ def save(out: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Op
     tmp = folder / f".step-{step}.pt.tmp"
     torch.save(state, tmp)
     os.replace(tmp, folder / f"step-{step}.pt")
-    for old in saved_steps(out)[:-KEEP]:
+    for old in saved_steps(folder)[:-KEEP]:
         (folder / f"step-{old}.pt").unlink(missing_ok=True)
 
 
-def load_newest(out: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict | None:
+def load_newest(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict | None:
     """Restore the newest checkpoint that loads into ``model`` and ``optimizer``; its extra fields, or None
     when there is none (a fresh run)."""
-    for step in reversed(saved_steps(out)):
-        path = checkpoint_dir(out) / f"step-{step}.pt"
+    for step in reversed(saved_steps(folder)):
+        path = folder / f"step-{step}.pt"
         try:
             state = torch.load(path, map_location="cpu", weights_only=False)
         except (OSError, RuntimeError, EOFError) as exc:  # torn by a kill: the one before it serves

@@ -14,10 +14,10 @@ ROWS_PER_CALL = 32
 
 
 @torch.no_grad()
-def eval_row(model: torch.nn.Module, mixture, step: int, eval_tokens: int, device: torch.device) -> dict:
+def eval_row(model: torch.nn.Module, mixture, eval_tokens: int, device: torch.device) -> dict:
     was_training = model.training
     model.eval()
-    row: dict = {"step": step}
+    row: dict = {}
     tot_loss = tot_bpb = tot_var = 0.0
     for i, dom in enumerate(mixture.domains):
         windows = torch.as_tensor(mixture.eval_windows(i, eval_tokens), dtype=torch.long)

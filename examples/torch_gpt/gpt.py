@@ -168,13 +168,9 @@ def check_supported(model: dict) -> str | None:
     return next((message for bad, message in checks if bad), None)
 
 
-def update_router_bias(model: GPT, rate: float, all_reduce=None) -> None:
-    """DeepSeek-V3's sign rule on each MoE layer's bias, from the last step's loads (averaged over the gang's
-    processes by ``all_reduce`` when given, so every process moves its bias alike)."""
+def update_router_bias(model: GPT, rate: float) -> None:
+    """DeepSeek-V3's sign rule on each MoE layer's bias, from the last step's loads (in a gang, the loads
+    averaged over its processes first, so every process moves its bias alike)."""
     for moe in model.moes():
-        if not moe.use_bias:
-            continue
-        load = moe.loads
-        if all_reduce is not None:
-            load = all_reduce(load)
-        moe.bias += rate * torch.sign(load.mean() - load)
+        if moe.use_bias:
+            moe.bias += rate * torch.sign(moe.loads.mean() - moe.loads)
