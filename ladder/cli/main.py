@@ -251,6 +251,9 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
             click.echo(f"train: {e}", err=True)
             return EXIT_FAILED
         raise
+    if result.get("status") == "FAILED" and "params_total" not in result:  # a foreign trainer's failure: its line
+        click.echo(f"train: {rung_name} FAILED: {result.get('message')}", err=True)
+        return EXIT_FAILED
     flat = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
     if as_json:
         click.echo(json.dumps(flat, indent=2, default=str))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import Rule, SpecError
-from .runs import LadderSpec, RungSpec
+from .runs import LadderSpec, RungSpec, TrainerSpec
 from .validate import validate
 
 REPLICA_SEED_STRIDE = 1000
@@ -158,5 +158,23 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, resolve_rules:
         ladder = apply_overrides(ladder, overrides)
     except TypeError as exc:
         raise SpecError([f"--set: {exc}"]) from exc
+    ladder = with_base_dir(ladder, path.parent)
     validate(ladder, base_dir=path.parent)
     return resolve(ladder) if resolve_rules else ladder
+
+
+def with_base_dir(spec: LadderSpec, folder: Path) -> LadderSpec:
+    """Every trainer of the spec with the folder its relative paths are relative to (the spec file's)."""
+    base = str(Path(folder).resolve())
+
+    def fill(t: TrainerSpec | None) -> TrainerSpec | None:
+        return t if t is None or t.base_dir or not isinstance(t, TrainerSpec) else dataclasses.replace(t, base_dir=base)
+
+    if not isinstance(spec.rungs, tuple | list):
+        return spec  # validate says what is wrong with it
+    runs = [r if not isinstance(r, RungSpec) or r.trainer is None else dataclasses.replace(r, trainer=fill(r.trainer))
+            for r in spec.rungs]
+    hero = spec.hero
+    if isinstance(hero, RungSpec) and hero.trainer is not None:
+        hero = dataclasses.replace(hero, trainer=fill(hero.trainer))
+    return dataclasses.replace(spec, rungs=tuple(runs), hero=hero, trainer=fill(spec.trainer))

@@ -23,6 +23,7 @@ from .model import (
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
+from .validate_trainer import validate_trainer
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
@@ -275,6 +276,10 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         _validate_model(problems, f"targets[{i}].model", target.model)
         _positive_int(problems, f"targets[{i}].tokens", target.tokens)
     _validate_data(problems, "data", spec.data, base_dir)
+    validate_trainer(problems, "trainer", spec.trainer)
+    for i, run in enumerate(spec.all_runs()):
+        where = "hero" if i == len(spec.rungs) else f"rungs[{i}]"
+        validate_trainer(problems, f"{where}.trainer", spec.trainer_of(run), run)
     _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
