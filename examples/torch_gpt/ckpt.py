@@ -21,7 +21,7 @@ def saved_steps(folder: Path) -> list[int]:
     return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _NAME.fullmatch(p.name)))
 
 
-def save(folder: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, extra: dict) -> None:
+def save(folder: Path, step: int, model: torch.nn.Module, optimizer, extra: dict) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     state = {
         "step": step,
@@ -38,7 +38,7 @@ def save(folder: Path, step: int, model: torch.nn.Module, optimizer: torch.optim
         (folder / f"step-{old}.pt").unlink(missing_ok=True)
 
 
-def load_newest(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict | None:
+def load_newest(folder: Path, model: torch.nn.Module, optimizer) -> dict | None:
     """Restore the newest checkpoint that loads into ``model`` and ``optimizer``; its extra fields, or None
     when there is none (a fresh run)."""
     for step in reversed(saved_steps(folder)):

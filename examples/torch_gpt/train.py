@@ -18,13 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-import ckpt
-import data_source
-import dist_env
-import evals
-import gpt
-import torch
-import torch.nn.functional as F
+from supported import check_supported
 
 from ladder.trainers.writer import RunWriter, lr_at, read_run
 
@@ -45,7 +39,7 @@ class Stop:
         signal.raise_signal(signal.SIGTERM)
 
 
-def param_groups(model: torch.nn.Module, optimizer: dict) -> list[dict]:
+def param_groups(model, optimizer: dict) -> list[dict]:
     """The built-in trainer's groups: matrices and the embedding decayed, norms and the router not, each group
     with its LR multiplier."""
     groups: dict[str, list] = {"norm": [], "router": [], "embed": [], "matrix": []}
@@ -63,10 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="the contract's input JSON for this run (default: $LADDER_RUN_CONFIG)")
     run = read_run(parser.parse_args(argv).config)
-    problem = gpt.check_supported(run["model"])
+    problem = check_supported(run["model"])
     if problem:
         print(f"torch_gpt: {problem}", file=sys.stderr)
         return 2
+    import dist_env  # torch: imported once the run is known to be one this GPT trains
+
     gang = dist_env.join(int(run["batch_size"]))
     stop = Stop()
     try:
@@ -75,13 +71,21 @@ def main(argv: list[str] | None = None) -> int:
         gang.close()
 
 
-def train(run: dict, gang: dist_env.Gang, stop: Stop) -> int:
+def train(run: dict, gang, stop: Stop) -> int:
+    import adamw
+    import ckpt
+    import data_source
+    import evals
+    import gpt
+    import torch
+    import torch.nn.functional as F
+
     t0 = time.perf_counter()
     total, batch_size, seq_len = int(run["steps"]), int(run["batch_size"]), int(run["seq_len"])
     torch.manual_seed(int(run["seed"]))
     model = gpt.GPT(run["model"], seq_len).to(gang.device)
     o = run["optimizer"]
-    opt = torch.optim.AdamW(param_groups(model, o), lr=float(o["lr"]), betas=(o["b1"], o["b2"]), eps=o["eps"])
+    opt = adamw.AdamW(param_groups(model, o), b1=o["b1"], b2=o["b2"], eps=o["eps"], grad_clip=o["grad_clip"])
     ckpt_dir = Path(run["checkpoint"]["dir"])
     resumed = ckpt.load_newest(ckpt_dir, model, opt) if run["resume"] else None
     start = resumed["step"] if resumed else 0
@@ -96,7 +100,6 @@ def train(run: dict, gang: dist_env.Gang, stop: Stop) -> int:
         net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[gang.device.index] if gang.device.type == "cuda" else None)
     rows = gang.rows(batch_size)
     params = list(model.parameters())
-    grad_clip = float(o["grad_clip"] or 0.0)
     bias_rate = float(run["model"].get("bias_update_rate", 1e-3))
     tokens_per_step = int(run["tokens_per_step"])
     state = {"loss_sum": carried["loss_sum"], "loss_n": carried["loss_n"], "log_t": time.perf_counter(), "log_step": start}
@@ -115,16 +118,11 @@ def train(run: dict, gang: dist_env.Gang, stop: Stop) -> int:
         done = step + 1
         logged = done % int(run["log_every"]) == 0 or done == total
         lr = lr_at(run["lr_schedule"], step)
-        for group in opt.param_groups:
-            group["lr"] = lr * group["mult"]
         batch = torch.as_tensor(mixture.batch(step, batch_size, rows), dtype=torch.long).to(gang.device)
         logits = net(batch[:, :-1])
         loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
-        opt.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else math.inf)
-        before = [p.detach().clone() for p in params] if logged else None
-        opt.step()
+        norms = opt.step(lr)
         # One collective a step: the loss, the stop flag and the experts' loads, averaged over the gang.
         moes = model.moes()
         shared = gang.mean(torch.cat([loss.detach().reshape(1).cpu(), torch.tensor([float(stop.flag)]),
@@ -151,8 +149,7 @@ def train(run: dict, gang: dist_env.Gang, stop: Stop) -> int:
                 extra["expert_load_max_over_mean"] = float(sum(m.loads.max() * m.n_experts for m in moes) / len(moes))
                 extra["drop_rate"] = 0.0  # dropless
             writer.metrics(done, loss_value, loss_mean=state["loss_sum"] / state["loss_n"], lr=lr,
-                           grad_norm=float(grad_norm), objective=loss_value, param_norm=_norm(params),
-                           update_norm=_norm([p.detach() - b for p, b in zip(params, before, strict=True)]),
+                           objective=loss_value, param_norm=_norm(params), **norms,
                            tokens_per_s=(done - state["log_step"]) * tokens_per_step / max(now - state["log_t"], 1e-9),
                            wall_s=wall(), **extra)
             state.update(loss_sum=0.0, loss_n=0, log_t=now, log_step=done)
@@ -177,6 +174,8 @@ def train(run: dict, gang: dist_env.Gang, stop: Stop) -> int:
 
 
 def _norm(tensors) -> float:
+    import torch
+
     return float(torch.linalg.vector_norm(torch.stack([t.detach().norm() for t in tensors])))
 
 
