@@ -25,7 +25,7 @@ from ladder.cli.common import (
     spec_argument,
 )
 from ladder.cli.options import address_option, example, json_option, root_option, table_width
-from ladder.dag.plan_costs import print_plan as _print_plan
+from ladder.cli.plan import print_plan as _print_plan
 from ladder.spec import LadderSpec
 from ladder.trainers.builtin.peaks import ACCELERATORS, accelerator_peak
 

@@ -182,7 +182,8 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None,
     if spec.trainer_of(rung).kind != "builtin":
         from ladder.dag.train_alone import train_foreign
 
-        return train_foreign(spec, rung, role, out_dir, max_steps=max_steps, progress=progress)
+        return train_foreign(spec, rung, role, out_dir, tokenized=lambda: tokenized(spec), max_steps=max_steps,
+                             progress=progress)
     if rung.resources.processes > 1:
         from ladder.trainers.builtin.gang import Watch, connect, train_gang
         from ladder.trainers.builtin.sigterm import Sigterm

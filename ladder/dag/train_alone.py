@@ -11,10 +11,10 @@ from ladder.spec import LadderSpec, RungSpec, SpecError
 POLL_S = 0.5  # how often a gang's members are asked whether to stop (SIGTERM to this process)
 
 
-def train_foreign(spec: LadderSpec, run: RungSpec, role: str, out_dir: str, *, max_steps: int | None = None,
-                  progress: Callable[[dict], None] | None = None) -> dict:
-    from ladder.dag.stages import run_data, tokenized
-    from ladder.dag.train_steps import train_config
+def train_foreign(spec: LadderSpec, run: RungSpec, role: str, out_dir: str, *, tokenized: Callable[[], dict],
+                  max_steps: int | None = None, progress: Callable[[dict], None] | None = None) -> dict:
+    """``tokenized()``: each domain's token shards (the ladder's tokenize steps run first when they have not)."""
+    from ladder.dag.train_steps import run_data, train_config
     from ladder.outputs import layout
     from ladder.trainers.builtin.sigterm import Sigterm
     from ladder.trainers.registry import runner
@@ -24,7 +24,7 @@ def train_foreign(spec: LadderSpec, run: RungSpec, role: str, out_dir: str, *, m
         raise SpecError([f"--steps: a run trained by its {spec.trainer_of(run).kind} trainer runs to its end; "
                          "drop --steps (only the built-in trainer stops early)"])
     config = train_config(spec, run, role)  # the plan-time checks: one line, exit 2, nothing written
-    shards = tokenized(spec) if spec.data.tokenizer != "bytes" else {}
+    shards = tokenized() if spec.data.tokenizer != "bytes" else {}
     if run.resources.processes > 1:
         from ladder.trainers.builtin.gang import connect
 

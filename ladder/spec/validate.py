@@ -23,7 +23,7 @@ from .model import (
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
-from .validate_trainer import validate_trainer
+from .validate_trainer import validate_run_trainer, validate_trainer
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
@@ -279,7 +279,8 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     validate_trainer(problems, "trainer", spec.trainer)
     for i, run in enumerate(spec.all_runs()):
         where = "hero" if i == len(spec.rungs) else f"rungs[{i}]"
-        validate_trainer(problems, f"{where}.trainer", spec.trainer_of(run), run)
+        validate_trainer(problems, f"{where}.trainer", getattr(run, "trainer", None))
+        validate_run_trainer(problems, where, spec.trainer_of(run) if isinstance(run, RungSpec) else None, run)
     _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")

@@ -11,7 +11,7 @@ from .runs import TRAINER_KINDS, RungSpec, TrainerSpec
 KIND_FIELDS = {"builtin": (), "command": ("command", "env", "code"), "callable": ("function", "env", "code")}
 
 
-def validate_trainer(problems: list[str], path: str, t: TrainerSpec | None, run: RungSpec | None = None) -> None:
+def validate_trainer(problems: list[str], path: str, t: TrainerSpec | None) -> None:
     if t is None:
         return
     if not isinstance(t, TrainerSpec):
@@ -37,9 +37,16 @@ def validate_trainer(problems: list[str], path: str, t: TrainerSpec | None, run:
         problems.append(f"{path}.env: {t.env!r} must map names to strings, e.g. {{'OMP_NUM_THREADS': '1'}}")
     if not isinstance(t.code, tuple | list) or not all(isinstance(c, str) and c for c in t.code):
         problems.append(f"{path}.code: {t.code!r} must be a tuple of file paths")
-    if run is not None and t.kind == "callable" and run.resources.processes > 1:
-        problems.append(f"{path}: a callable trainer runs in its step's one worker; resources.processes > 1 needs "
-                        "kind 'command' (one process each) or 'builtin'")
-    if run is not None and t.kind != "builtin" and run.schedule.branch_fracs:
-        problems.append(f"{path}: schedule.branch_fracs (WSD cooldown branches) are the built-in trainer's only; "
-                        "remove them or train this run with kind 'builtin'")
+
+
+def validate_run_trainer(problems: list[str], path: str, t: TrainerSpec, run: RungSpec) -> None:
+    """What a trainer can train of ``run`` at ``path`` (its own trainer's fields are checked by
+    :func:`validate_trainer`)."""
+    if not isinstance(t, TrainerSpec) or not isinstance(run, RungSpec):
+        return
+    if t.kind == "callable" and run.resources.processes > 1:
+        problems.append(f"{path}.resources.processes: its callable trainer runs in its step's one worker; more than "
+                        "one process needs a trainer of kind 'command' (one process each) or 'builtin'")
+    if t.kind in ("command", "callable") and run.schedule.branch_fracs:
+        problems.append(f"{path}.schedule.branch_fracs: WSD cooldown branches are the built-in trainer's only, this "
+                        f"run's is a {t.kind}; remove them or train the run with kind 'builtin'")

@@ -98,16 +98,19 @@ def run(job: TrainRun) -> dict:
             if rc is None and not child.terminated and job.should_stop():
                 child.terminate()
         follower.poll(final=True)
+    except RowError as exc:  # the trainer's output is broken: the run ends here, the trainer with it
+        return {"status": "FAILED", "message": str(exc)}
     finally:
         child.kill()
     return _ended(job, inp, out, rc, child.terminated, child.describe_exit(rc) if rc else "", callbacks,
-                  time.monotonic() - t0)
+                  time.monotonic() - t0, argv)
 
 
 def _ended(job: TrainRun, inp: dict, out: Path, rc: int, stopped: bool, exit_line: str, callbacks: list,
-           wall_s: float) -> dict:
+           wall_s: float, argv: list[str]) -> dict:
     return ended(job, inp, out, rc, stopped, f"its trainer {exit_line}", callbacks, wall_s,
-                 {"kind": "command", "argv": list(job.trainer["command"])})
+                 {"kind": "command", "command": list(job.trainer["command"]), "argv": argv,
+                  "processes": int(job.rung.resources.processes)})
 
 
 def ended(job: TrainRun, inp: dict, out: Path, rc: int, stopped: bool, failure: str, callbacks: list,
@@ -193,6 +196,8 @@ def _gang(job: TrainRun) -> dict:
     folder = out / GANG_DIR
 
     def start(actors: list, out_s: str) -> list:
+        # a restarted gang resumes: its input says so, as a step started again on its folder's does
+        layout.write_json_atomic(out / layout.RUN_CONFIG, {**inp, "resume": has_checkpoint(out)})
         where = ray.get([a.where.remote() for a in actors])
         master, coordinator = ray.get(actors[0].addresses.remote())
         nodes = [node for _, node in where]
@@ -209,8 +214,10 @@ def _gang(job: TrainRun) -> dict:
     # A gang's members use only their bundle's devices: the builtin's per-member env (CPU JAX without a GPU).
     try:
         first = run_gang(job.rung, out, CommandMember, member_env(job.rung), start, watch=watch, check=_check_member)
-    except _MemberFailed as exc:
         follower.poll(final=True)
+    except _MemberFailed as exc:
         return {"status": "FAILED", "message": f"a process of its trainer's gang {exc}"}
-    follower.poll(final=True)
-    return _ended(job, inp, out, first["rc"], first["terminated"], first["exit"], callbacks, time.monotonic() - t0)
+    except RowError as exc:  # the gang is torn down by run_gang on the way out
+        return {"status": "FAILED", "message": str(exc)}
+    return _ended(job, inp, out, first["rc"], first["terminated"], first["exit"], callbacks, time.monotonic() - t0,
+                  argv)

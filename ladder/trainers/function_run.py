@@ -13,7 +13,7 @@ import time
 from ladder.trainers import command
 from ladder.trainers.command_run import POLL_S, ended, gang_env, write_input
 from ladder.trainers.contract import placeholder_values
-from ladder.trainers.follow import Follower
+from ladder.trainers.follow import Follower, RowError
 from ladder.trainers.function import load
 from ladder.trainers.run import TrainRun
 
@@ -22,7 +22,7 @@ def _follow(follower: Follower, done: threading.Event, errors: list) -> None:
     while not done.wait(POLL_S):
         try:
             follower.poll()
-        except Exception as exc:  # reported by the step once the function returns: a bad row fails the run
+        except Exception as exc:  # raised by the step once the function returns (a bad row, a lost lease)
             errors.append(exc)
             return
 
@@ -58,8 +58,13 @@ def run(job: TrainRun) -> dict:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    if errors:
+    if errors and isinstance(errors[0], RowError):
         return {"status": "FAILED", "message": str(errors[0])}
-    follower.poll(final=True)
+    if errors:
+        raise errors[0]
+    try:
+        follower.poll(final=True)
+    except RowError as exc:
+        return {"status": "FAILED", "message": str(exc)}
     return ended(job, inp, out, rc, bool(job.should_stop()), failure, callbacks, time.monotonic() - t0,
                  {"kind": "callable", "function": entry["function"]})

@@ -5,7 +5,9 @@ of each domain, checkpointed and resumed to the bit, its rows written through la
 imported as a vendored file (no ``ladder`` import).
 
 As a command: ``python bigram_trainer.py --config run.json`` (SIGTERM: checkpoint, exit 143). As a callable:
-``bigram_trainer:train`` (``train(run, should_stop)``).
+``bigram_trainer:train`` (``train(run, should_stop)``). In a gang (``WORLD_SIZE`` > 1) each process takes its
+share of every batch's rows and the gradients are summed over the processes through rank 0
+(``MASTER_ADDR``:``MASTER_PORT``, plain sockets): the global batch's step, as one process takes it.
 
 ``BIGRAM_FAULT`` makes it misbehave the ways the step must report, for the tests: ``exit3`` (writes two
 lines to standard error at step 3 and exits 3), ``no_final`` (skips its final eval, exits 0), ``bad_row`` (a
@@ -17,7 +19,9 @@ from __future__ import annotations
 import math
 import os
 import signal
+import socket
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -60,17 +64,72 @@ def _batch(domains, run: dict, step: int) -> np.ndarray:
     return np.stack(rows)
 
 
-def _loss_grad(W: np.ndarray, windows: np.ndarray) -> tuple[float, np.ndarray]:
+def _sums(W: np.ndarray, windows: np.ndarray) -> tuple[float, np.ndarray, int]:
+    """(summed loss, summed gradient, tokens) over ``windows``."""
     x, y = windows[:, :-1].ravel(), windows[:, 1:].ravel()
     logits = W[x]
     logits = logits - logits.max(axis=1, keepdims=True)
     p = np.exp(logits)
     p /= p.sum(axis=1, keepdims=True)
-    loss = float(-np.log(p[np.arange(len(y)), y]).mean())
+    loss = float(-np.log(p[np.arange(len(y)), y]).sum())
     p[np.arange(len(y)), y] -= 1.0
     g = np.zeros_like(W)
-    np.add.at(g, x, p / len(y))
-    return loss, g
+    np.add.at(g, x, p)
+    return loss, g, len(y)
+
+
+def _loss_grad(W: np.ndarray, windows: np.ndarray) -> tuple[float, np.ndarray]:
+    loss, g, n = _sums(W, windows)
+    return loss / n, g / n
+
+
+class Gang:
+    """Sums arrays over the processes of a gang: every rank sends its array to rank 0, which adds them in
+    rank order and sends the sum back (a gather and a broadcast over TCP)."""
+
+    def __init__(self):
+        self.rank, self.world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+        if self.world == 1:
+            return
+        addr = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+        if self.rank == 0:
+            server = socket.create_server(("", addr[1]))
+            self.peers = {}
+            for _ in range(self.world - 1):
+                conn, _ = server.accept()
+                self.peers[int(self._recv(conn, 8).decode())] = conn
+            server.close()
+            return
+        for _ in range(600):  # rank 0 may not listen yet: a connection refused is retried
+            try:
+                self.conn = socket.create_connection(addr)
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+        self.conn.sendall(f"{self.rank:08d}".encode())
+
+    @staticmethod
+    def _recv(conn, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = conn.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("a process of the gang went away")
+            buf += chunk
+        return bytes(buf)
+
+    def sum(self, a: np.ndarray) -> np.ndarray:
+        if self.world == 1:
+            return a
+        if self.rank != 0:
+            self.conn.sendall(a.tobytes())
+            return np.frombuffer(self._recv(self.conn, a.nbytes), a.dtype).reshape(a.shape)
+        total = a.copy()
+        for r in sorted(self.peers):
+            total += np.frombuffer(self._recv(self.peers[r], a.nbytes), a.dtype).reshape(a.shape)
+        for conn in self.peers.values():
+            conn.sendall(total.tobytes())
+        return total
 
 
 def _eval(W: np.ndarray, domains, run: dict, tokens: int) -> dict:
@@ -123,10 +182,15 @@ def train(run: dict, should_stop=lambda: False) -> int:
     W, m, v = state["W"], state["m"], state["v"]
     steps, log_every = run["steps"], run["log_every"]
     evals, ckpts = set(run["eval"]["steps"]), set(run["checkpoint"]["steps"])
+    gang = Gang()
     with RunWriter(run, resume_step=start) as out:
         interval = []
         for step in range(start + 1, steps + 1):
-            loss, g = _loss_grad(W, _batch(domains, run, step))
+            mine = _batch(domains, run, step)[gang.rank :: gang.world]
+            loss_sum, g, n = _sums(W, mine)
+            # a stop asked of any process stops all of them at this step (each is asked on its own)
+            flat = gang.sum(np.concatenate([g.ravel(), [loss_sum, n, float(should_stop())]]))
+            g, loss = flat[:-3].reshape(W.shape) / flat[-2], float(flat[-3] / flat[-2])
             norm = float(np.sqrt((g * g).sum()))
             if opt["grad_clip"] and norm > opt["grad_clip"]:
                 g = g * (opt["grad_clip"] / norm)
@@ -137,7 +201,8 @@ def train(run: dict, should_stop=lambda: False) -> int:
             W = W - lr * (mhat / (np.sqrt(vhat) + opt["eps"]) + opt["weight_decay"] * W)
             interval.append(loss)
             if step % log_every == 0 or step == steps:
-                out.metrics(step, loss, loss_mean=sum(interval) / len(interval), lr=lr, grad_norm=norm)
+                # pid: which process trained it (a command's own, a callable's step worker), for the tests
+                out.metrics(step, loss, loss_mean=sum(interval) / len(interval), lr=lr, grad_norm=norm, pid=os.getpid())
                 interval = []
             if fault == "exit3" and step == 3:
                 print("bigram: a fault asked for at step 3", file=sys.stderr)
@@ -148,8 +213,8 @@ def train(run: dict, should_stop=lambda: False) -> int:
                     fh.write("step 3 loss nan {\n")
             if step in evals and not (fault == "no_final" and step == steps):
                 out.eval(step, **_eval(W, domains, run, run["eval"]["tokens_per_domain"]))
-            stopping = step < steps and should_stop()
-            if step in ckpts or step == steps or stopping:
+            stopping = step < steps and flat[-1] > 0
+            if (step in ckpts or step == steps or stopping) and gang.rank == 0:
                 _save(run, step, {"W": W, "m": m, "v": v})
             if stopping:
                 return step
