@@ -4,7 +4,9 @@ differences are the trainer's:
 
 - the MoE is dropless while training too (the built-in trainer drops choices past an expert's capacity);
 - no cooldown branches (``schedule.branch_fracs`` is empty: the script trains the main run only);
-- one thread a process (``OMP_NUM_THREADS=1``), so a resumed run replays the same kernels to the bit.
+- one thread a process (``OMP_NUM_THREADS=1``), so a resumed run replays the same kernels to the bit;
+- the hero's two CPUs are two processes, a gang (DistributedDataParallel over gloo, each process half of every
+  batch), where the built-in trainer splits one process into two XLA host devices.
 
     ladder submit experiments/smoke_torch.py && ladder report experiments/smoke_torch.py
 """
@@ -44,7 +46,7 @@ LADDER = replace(
     SMOKE,
     name="smoke_torch",
     rungs=tuple(_torch_run(r) for r in SMOKE.rungs),
-    hero=_torch_run(SMOKE.hero),
+    hero=replace(_torch_run(SMOKE.hero), resources=replace(SMOKE.hero.resources, processes=2)),
     trainer=TORCH_GPT,
     description="the smoke ladder trained by PyTorch (examples/torch_gpt) through the trainer contract",
 )

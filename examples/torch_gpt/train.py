@@ -89,6 +89,8 @@ def train(run: dict, gang, stop: Stop) -> int:
     ckpt_dir = Path(run["checkpoint"]["dir"])
     resumed = ckpt.load_newest(ckpt_dir, model, opt) if run["resume"] else None
     start = resumed["step"] if resumed else 0
+    print(f"[torch_gpt] {run['name']}: rank {gang.rank} of {gang.world} on {gang.device}, "
+          f"{f'resuming from step {start}' if resumed else 'starting at step 0'} of {total}", flush=True)
     carried = resumed or {"wall_s": 0.0, "loss_sum": 0.0, "loss_n": 0}
     mixture = data_source.open_data(run)
     ev = run["eval"]
@@ -145,6 +147,8 @@ def train(run: dict, gang, stop: Stop) -> int:
             extra = {}
             for i, m in enumerate(moes):
                 extra[f"router_bias_norm_l{i}"] = float(m.bias.norm())
+            if gang.device.type == "cuda":
+                extra["gpu_peak_memory_bytes"] = torch.cuda.max_memory_allocated(gang.device)
             if moes:
                 extra["expert_load_max_over_mean"] = float(sum(m.loads.max() * m.n_experts for m in moes) / len(moes))
                 extra["drop_rate"] = 0.0  # dropless
