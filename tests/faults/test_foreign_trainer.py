@@ -106,3 +106,37 @@ def test_a_foreign_trainer_stops_with_its_step_resumes_and_never_outlives_it(tmp
     straight = tmp_path / "alone" / "foreign" / "train-rung_1"
     assert [(r["step"], r["loss"]) for r in rows] == [(r["step"], r["loss"]) for r in _rows(straight)]
     assert results["rung_1"]["final_eval_loss"] == json.loads((straight / "result.json").read_text())["final_eval_loss"]
+
+
+FAULTS = {  # BIGRAM_FAULT -> what its step's one line says
+    "exit3": "its trainer exited with status 3: bigram: a fault asked for at step 3 | bigram: exiting with status 3",
+    "no_final": "the trainer exited 0 without a final eval row (an eval.jsonl row at step 40",
+    "bad_row": "metrics.jsonl:1: a row that is not a JSON object with an integer 'step' ('step 3 loss nan {')",
+}
+
+
+def test_a_failing_foreign_trainer_fails_its_step_with_one_line(tmp_path, ray_local):
+    """In the executor (the session's Ray), not only `ladder train`: each way a trainer can fail is its step's
+    FAILED status with one line, and no trainer is left behind."""
+    import dataclasses
+
+    from ladder.dag.train_steps import train_config, training_step
+    from ladder.executor import Executor
+    from ladder.spec import load_spec
+
+    steps = []
+    for fault in FAULTS:
+        spec = load_spec(SPEC, [f"trainer.env={{'BIGRAM_FAULT': '{fault}'}}", "rungs[0].resources.max_retries=0"])
+        run = dataclasses.replace(spec.rungs[0], name=fault)
+        steps.append(training_step(spec, run, "rung", config=train_config(spec, run, "rung")))
+    root = tmp_path / "runs"
+    ex = Executor(str(root), "foreign")
+    summary = ex.run(steps)
+    assert not summary.ok
+    nodes = ex.graph(steps)
+    for fault, line in FAULTS.items():
+        status = read_status(Path(nodes[fault].dir))
+        assert status["status"] == "FAILED", status
+        error = status["error"]
+        assert "\n" not in error and error.startswith(f"RuntimeError: {fault} FAILED: ") and line in error, error
+    assert not _trainers(root)
