@@ -6,7 +6,8 @@ as a callable in its Ray worker), through the real CLI and Ray, stopped twice on
 2. the same command resumes it; then SIGKILL of that whole submit's process group: the trainer (its own
    process group, so the kill does not reach it directly) dies with its Ray worker (PR_SET_PDEATHSIG);
 3. the same command, with --force past the small ladder's gate, finishes the ladder: rung_1 continues
-   from its checkpoint, every result.json names its trainer, the hero's live forecast ran, the report is written.
+   from its checkpoint, every result.json names its trainer, the hero's live forecast ran, the report is
+   written, and rung_1's losses and final are an uninterrupted run's (`ladder train`) to the bit.
 """
 
 from __future__ import annotations
@@ -97,3 +98,45 @@ def test_a_foreign_trainer_stops_with_its_step_resumes_and_never_outlives_it(tmp
     forecasts = [json.loads(x) for x in (dirs["hero"] / "forecasts.jsonl").read_text().splitlines() if x.strip()]
     assert forecasts, "the hero's live forecast made snapshots as the callable's evals arrived"
     assert (dirs["report"] / "report.json").exists()
+
+    # stopped twice and resumed, rung_1 trained what one uninterrupted run trains: its checkpoint holds the
+    # whole optimizer state and its batches are a function of the step, so to the bit (as the built-in's)
+    alone = run_cli("train", SPEC, "rung_1", "--root", str(tmp_path / "alone"), *SETTINGS[2:])
+    assert alone.returncode == 0, alone.stdout[-2000:] + alone.stderr[-2000:]
+    straight = tmp_path / "alone" / "foreign" / "train-rung_1"
+    assert [(r["step"], r["loss"]) for r in rows] == [(r["step"], r["loss"]) for r in _rows(straight)]
+    assert results["rung_1"]["final_eval_loss"] == json.loads((straight / "result.json").read_text())["final_eval_loss"]
+
+
+FAULTS = {  # BIGRAM_FAULT -> what its step's one line says
+    "exit3": "its trainer exited with status 3: bigram: a fault asked for at step 3 | bigram: exiting with status 3",
+    "no_final": "the trainer exited 0 without a final eval row (an eval.jsonl row at step 40",
+    "bad_row": "metrics.jsonl:1: a row that is not a JSON object with an integer 'step' ('step 3 loss nan {')",
+}
+
+
+def test_a_failing_foreign_trainer_fails_its_step_with_one_line(tmp_path, ray_local):
+    """In the executor (the session's Ray), not only `ladder train`: each way a trainer can fail is its step's
+    FAILED status with one line, and no trainer is left behind."""
+    import dataclasses
+
+    from ladder.dag.train_steps import train_config, training_step
+    from ladder.executor import Executor
+    from ladder.spec import load_spec
+
+    steps = []
+    for fault in FAULTS:
+        spec = load_spec(SPEC, [f"trainer.env={{'BIGRAM_FAULT': '{fault}'}}", "rungs[0].resources.max_retries=0"])
+        run = dataclasses.replace(spec.rungs[0], name=fault)
+        steps.append(training_step(spec, run, "rung", config=train_config(spec, run, "rung")))
+    root = tmp_path / "runs"
+    ex = Executor(str(root), "foreign")
+    summary = ex.run(steps)
+    assert not summary.ok
+    nodes = ex.graph(steps)
+    for fault, line in FAULTS.items():
+        status = read_status(Path(nodes[fault].dir))
+        assert status["status"] == "FAILED", status
+        error = status["error"]
+        assert "\n" not in error and error.startswith(f"RuntimeError: {fault} FAILED: ") and line in error, error
+    assert not _trainers(root)
