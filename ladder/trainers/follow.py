@@ -1,5 +1,7 @@
 """Following a foreign trainer's rows as it writes them: the step's progress line and ETA from
-``metrics.jsonl``, the trainer callbacks (the hero's live forecast at each eval, W&B) from both files.
+``metrics.jsonl``, the trainer callbacks (the hero's live forecast at each eval, W&B) from both files, and
+the spike events the built-in trainer records (a loss or gradient norm far above its recent history,
+ladder.trainers.builtin.metrics.SpikeDetector), appended to ``events.jsonl`` beside the trainer's own.
 
 A row is delivered once it is a whole line. A whole line that is not a JSON object fails the run
 (:class:`RowError`, naming the file and line); the last line of a file still being written is not
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from ladder.outputs import layout
 from ladder.trainers.builtin.hooks import call_hooks
+from ladder.trainers.builtin.metrics import SpikeDetector
 
 
 class RowError(RuntimeError):
@@ -40,7 +43,8 @@ class _Tail:
 
     def __init__(self, path: Path):
         self.path = path
-        self.seen = set(self._lines())  # there before this start: delivered by an earlier one
+        self.initial = self._lines()  # there before this start: delivered by an earlier one
+        self.seen = set(self.initial)
         self.inode, self.offset, self.lineno = self._stat()[0], self._size(), len(self._lines())
 
     def _stat(self) -> tuple[int | None, int]:
@@ -91,10 +95,32 @@ class Follower:
         self.inp, self.callbacks, self.progress = inp, list(callbacks), progress
         self.metrics, self.evals = _Tail(out / layout.METRICS), _Tail(out / layout.EVAL)
         self.t0, self.first_tokens = time.monotonic(), None
+        self.events = out / layout.EVENTS
+        self.detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
+        for line in self.metrics.initial:  # warmed with the history an earlier start left, as the builtin's are
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                self._spikes(row)
+
+    def _spikes(self, row: dict) -> list[dict]:
+        events = []
+        for d in self.detectors:
+            value = row.get(d.metric)
+            ev = d.update(row.get("step", 0), float(value)) if isinstance(value, int | float) else None
+            if ev:
+                events.append(ev)
+        return events
 
     def poll(self, final: bool = False) -> None:
         for lineno, line in self.metrics.read(final):
             row = parse_row(self.metrics.path, lineno, line)
+            events = self._spikes(row)
+            if events:
+                with self.events.open("a") as fh:
+                    fh.write("".join(json.dumps(e) + "\n" for e in events))
             call_hooks(self.callbacks, "on_step", row["step"], row)
             self._progress(row)
         for lineno, line in self.evals.read(final):

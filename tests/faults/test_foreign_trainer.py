@@ -6,7 +6,8 @@ as a callable in its Ray worker), through the real CLI and Ray, stopped twice on
 2. the same command resumes it; then SIGKILL of that whole submit's process group: the trainer (its own
    process group, so the kill does not reach it directly) dies with its Ray worker (PR_SET_PDEATHSIG);
 3. the same command, with --force past the small ladder's gate, finishes the ladder: rung_1 continues
-   from its checkpoint, every result.json names its trainer, the hero's live forecast ran, the report is written.
+   from its checkpoint, every result.json names its trainer, the hero's live forecast ran, the report is
+   written, and rung_1's losses and final are an uninterrupted run's (`ladder train`) to the bit.
 """
 
 from __future__ import annotations
@@ -97,3 +98,11 @@ def test_a_foreign_trainer_stops_with_its_step_resumes_and_never_outlives_it(tmp
     forecasts = [json.loads(x) for x in (dirs["hero"] / "forecasts.jsonl").read_text().splitlines() if x.strip()]
     assert forecasts, "the hero's live forecast made snapshots as the callable's evals arrived"
     assert (dirs["report"] / "report.json").exists()
+
+    # stopped twice and resumed, rung_1 trained what one uninterrupted run trains: its checkpoint holds the
+    # whole optimizer state and its batches are a function of the step, so to the bit (as the built-in's)
+    alone = run_cli("train", SPEC, "rung_1", "--root", str(tmp_path / "alone"), *SETTINGS[2:])
+    assert alone.returncode == 0, alone.stdout[-2000:] + alone.stderr[-2000:]
+    straight = tmp_path / "alone" / "foreign" / "train-rung_1"
+    assert [(r["step"], r["loss"]) for r in rows] == [(r["step"], r["loss"]) for r in _rows(straight)]
+    assert results["rung_1"]["final_eval_loss"] == json.loads((straight / "result.json").read_text())["final_eval_loss"]

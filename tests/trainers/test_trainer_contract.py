@@ -146,3 +146,16 @@ def test_result_needs_the_final_eval(spec, tmp_path):
     assert res["final_eval_loss"] == 3.05 and res["final_sample_eval_loss"] == 3.1
     assert res["final_eval_loss_by_domain"] == {"code": 2.9, "prose": 3.2}
     assert res["trainer"] == {"kind": "command"} and res["tokens"] == steps * inp["tokens_per_step"]
+
+
+def test_a_loss_spike_in_the_rows_is_an_event_as_the_builtin_trainer_records_it(spec, tmp_path):
+    inp = _input(spec, tmp_path)
+    follower = Follower(tmp_path, inp)
+    rng = np.random.default_rng(0)
+    with writer.RunWriter(inp) as w:
+        for step in range(1, 41):
+            w.metrics(step, 3.0 + 0.01 * rng.standard_normal(), grad_norm=1.0 + 0.01 * rng.standard_normal())
+        w.metrics(41, 30.0, grad_norm=1.0)
+        follower.poll()
+    events = [json.loads(x) for x in (tmp_path / layout.EVENTS).read_text().splitlines()]
+    assert [(e["step"], e["event"], e["metric"]) for e in events] == [(41, "spike", "loss")]
