@@ -130,6 +130,9 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
     from ladder.analysis.domain_forecasts import add_domains
 
     add_domains(report, prediction, dep_dirs, config)
+    from ladder.analysis.tasks import add_tasks
+
+    add_tasks(report, prediction, dep_dirs, config)
     from ladder.analysis.dynamics import add_dynamics
 
     add_dynamics(report, prediction, dep_dirs, config)

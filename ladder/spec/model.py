@@ -32,7 +32,9 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # Likewise: a gate from before the field blocked on the threshold alone.
                          "backtest_rule": "threshold",
                          # A gate from before the field had no replica check; at the default it keeps its address.
-                         "replica_outlier_level": 0.01}
+                         "replica_outlier_level": 0.01,
+                         # The task forecasts' settings (issue 57), at their defaults.
+                         "forecast_tasks": [], "task_chance": {}, "hero_task_evals": 1}
 
 
 class SpecError(ValueError):
