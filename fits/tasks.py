@@ -126,7 +126,7 @@ def fit_single_step(checkpoints: pd.DataFrame, acc: str, *, chance: float) -> Fi
         return law_of(p).predict(np.exp(logN), np.exp(logD)) - y
 
     best = None
-    starts = [[-3.0, 5.0 * al / 0.3, 5.0 * be / 0.3, al, be] for al in (0.2, 0.4) for be in (0.2, 0.4)]
+    starts = _single_step_starts(logN, logD, y, chance)
     for x0 in starts:
         res = least_squares(resid, x0, bounds=([-20, -20, -20, 0.01, 0.01], [20, 60, 60, 2.0, 2.0]),
                             method="trf", x_scale="jac", max_nfev=5000)
@@ -139,3 +139,22 @@ def fit_single_step(checkpoints: pd.DataFrame, acc: str, *, chance: float) -> Fi
                      diagnostics={"loss": "half the sum of squared accuracy residuals",
                                   "scatter": float(np.sqrt(np.sum(r ** 2) / max(y.size - 5, 1))),
                                   "theta": [float(v) for v in best.x]})
+
+
+def _single_step_starts(logN, logD, y, chance: float, keep: int = 4) -> list[list[float]]:
+    """Starts in the valley: the accuracy's logit z = log((1 - p) / p), p its share of the way from
+    chance to 1, is linear in (1, N^-alpha, D^-beta) for fixed exponents, so a grid of exponents with
+    least squares for (e, A, B) gives starts whose sigmoid is not saturated (from a blind start the fit
+    can stall where every prediction is chance and the gradient vanishes)."""
+    p = np.clip((y - chance) / (1.0 - chance), 1e-3, 1 - 1e-3)
+    z = np.log((1.0 - p) / p)
+    scored = []
+    for al in np.linspace(0.05, 0.8, 8):
+        for be in np.linspace(0.05, 0.8, 8):
+            X = np.stack([np.ones_like(logN), np.exp(-al * logN), np.exp(-be * logD)], axis=1)
+            coef, *_ = np.linalg.lstsq(X, z, rcond=None)
+            A, B = max(coef[1], 1e-6), max(coef[2], 1e-6)
+            fit = chance + (1 - chance) / (1 + np.exp(coef[0] + A * X[:, 1] + B * X[:, 2]))
+            scored.append((float(np.sum((fit - y) ** 2)), [float(coef[0]), float(np.log(A)), float(np.log(B)), al, be]))
+    scored.sort(key=lambda t: t[0])
+    return [np.clip(s, [-20, -20, -20, 0.01, 0.01], [20, 60, 60, 2.0, 2.0]).tolist() for _, s in scored[:keep]]

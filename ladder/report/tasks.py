@@ -85,3 +85,25 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
             "(step 1), the checkpoints' scatter about the sigmoid (step 2) and the backtests' error per decade of N "
             "at the hero's distance.</p>" + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
     return f"<section id='tasks'><h2>Task accuracy forecasts ({len(rows)} tasks)</h2>{body}</section>", figs
+
+
+def lines(rep: dict) -> list[str]:
+    """The report's text lines for the tasks: each forecast, its method and the backtest that chose it."""
+    rows = rep.get("tasks") or []
+    if not rows:
+        return []
+    out = ["", f"task accuracy ({len(rows)} tasks; method chosen by backtest on the rungs: the largest size from the smaller)"]
+    for r in rows:
+        bt = r.get("backtest") or {}
+        mae = bt.get("mae_by_method") or {}
+        act = (f"  actual {100 * r['actual']:.1f}  error {r['error']:+.1f}  inside {'yes' if r['inside'] else 'no'}"
+               if r.get("actual") is not None else "")
+        out.append(f"  {r['task']:<14} {100 * r['predicted']:5.1f} [{100 * r['lower']:.1f}, {100 * r['upper']:.1f}]{act}  "
+                   f"{r['method']} (backtest mean |error| {mae.get(r['method'], float('nan')):.2f} points; "
+                   + ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if m != r["method"] and v == v) + ")")
+    s = rep.get("tasks_summary")
+    if s:
+        out.append(f"  tasks: mean |error| {s['mean_abs_error_points']:.2f} points over {s['scored']}, {s['within_2_points']} "
+                   f"within 2 points, {s['inside_interval']} inside their {s['level']:.0%} intervals "
+                   f"(mean half-width {s['mean_half_width_points']:.1f} points)")
+    return out
