@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fits.laws.registry import single_curve_laws
+
 from .model import (
     BACKTEST_RULES,
     BALANCING,
@@ -278,7 +280,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
-    _choice(problems, "fit.curve_law", spec.fit.curve_law, ("multipower", "tissue", "none"))
+    _choice(problems, "fit.curve_law", spec.fit.curve_law, (*single_curve_laws(), "none"))
     _choice(problems, "fit.curve_fit", spec.fit.curve_fit, ("auto", "none"))
     _choice(problems, "fit.baseline", spec.fit.baseline, ("none", "marin"))
     for i, task in enumerate(spec.fit.forecast_tasks):
