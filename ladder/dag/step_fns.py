@@ -90,6 +90,7 @@ def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
     polled at the step's heartbeat (when a stop request can arrive)."""
     from functools import partial
 
+    from ladder.dag import bpe
     from ladder.trainers.builtin.gang import Watch, train_gang
 
     # A gang trains into a local (or shared-filesystem) root, so its dep folders are paths as they are.
@@ -99,8 +100,9 @@ def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
     callbacks = partial(run_callbacks, rung, config, str(ctx.out_dir), deps, _wandb_callbacks(config, ctx))
     watch = Watch(every=ctx.heartbeat_s, on_progress=lambda row: ctx.progress(**row),
                   should_stop=lambda: ctx.stop_requested)
+    tokenizer_file = str(Path(deps[bpe.STEP]) / bpe.FILE) if bpe.STEP in deps else None
     result = train_gang(rung, data_from_dict(config["data"]), ctx.out_dir, callbacks=callbacks,
-                        shard_dirs=shard_dirs(ctx.dep_dirs), watch=watch)
+                        shard_dirs=shard_dirs(ctx.dep_dirs), watch=watch, tokenizer_file=tokenizer_file)
     return _outcome(rung, result)
 
 

@@ -118,7 +118,8 @@ class Member:
 
     def train(self, coordinator: str, processes: int, index: int, rung: dict, data: dict, out_dir: str,
               max_steps: int | None = None, callbacks: Callable[[], Sequence] | None = None,
-              shard_dirs: dict[str, str] | None = None, progress_every: float | None = None) -> dict:
+              shard_dirs: dict[str, str] | None = None, progress_every: float | None = None,
+              tokenizer_file: str | None = None) -> dict:
         import jax
 
         if os.environ.get("JAX_PLATFORMS", "") == "cpu":
@@ -135,7 +136,8 @@ class Member:
         folder = out / GANG_DIR
         progress = progress_writer(folder / PROGRESS, progress_every) if progress_every and index == 0 else None
         return train(rung, data, mine, checkpoint_dir=out / "checkpoints", max_steps=max_steps, callbacks=made,
-                     shard_dirs=shard_dirs, progress=progress, should_stop=(folder / STOP).exists)
+                     shard_dirs=shard_dirs, progress=progress, should_stop=(folder / STOP).exists,
+                     tokenizer_file=tokenizer_file)
 
 
 def connect() -> None:
@@ -150,11 +152,13 @@ def connect() -> None:
 
 def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
                on_start: Callable[[list], None] | None = None, callbacks: Callable[[], Sequence] | None = None,
-               shard_dirs: dict[str, str] | None = None, watch: Watch | None = None) -> dict:
+               shard_dirs: dict[str, str] | None = None, watch: Watch | None = None,
+               tokenizer_file: str | None = None) -> dict:
     """Train ``rung`` as a gang of ``rung.resources.processes`` JAX processes on the connected Ray cluster;
     result.json's dict (the first process's). ``on_start(actors)`` is called with each gang started.
     ``callbacks()`` (picklable) makes the trainer callbacks of the first process, the one whose outputs are
-    the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus;
+    the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus
+    (``tokenizer_file``: a ``bpe:`` ladder's tokenizer.json, which encodes ``data.tasks``);
     ``watch``: the progress and stop request the caller follows (module docstring)."""
     import ray
 
@@ -194,7 +198,7 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
             if on_start is not None:
                 on_start(actors)
             calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps, callbacks if i == 0 else None,
-                                    shard_dirs, every) for i, a in enumerate(actors)]
+                                    shard_dirs, every, tokenizer_file) for i, a in enumerate(actors)]
             pending, last = list(calls), None
             while pending:  # the first member to fail ends the gang: the others would wait in a collective
                 done, pending = ray.wait(pending, num_returns=1, timeout=every)
