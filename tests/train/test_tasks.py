@@ -110,15 +110,15 @@ def test_builtin_cloze_is_deterministic_and_balanced(text_data):
 
 
 def test_task_columns_in_a_real_runs_eval_rows(tmp_path, data_spec):
-    """A few steps of a real run: every eval row (and the final eval in result.json) carries each task's columns;
-    the file task's items are scored, not generated."""
+    """A few steps of a real run: every eval row (and the final eval in result.json) carries each task's columns,
+    a file's task and a built-in's."""
     from ladder.trainers.builtin import train
 
     task_file = tmp_path / "tasks.jsonl"
     task_file.write_text("".join(json.dumps({"context": i.context, "choices": list(i.choices), "answer": i.answer}) + "\n"
                                  for i in ITEMS))
-    data = dataclasses.replace(data_spec, tasks=(TaskSpec("file_task", str(task_file)),
-                                                 TaskSpec("cloze", "builtin:heldout_cloze", items=8)))
+    data = dataclasses.replace(data_spec, final_eval_tokens=2 * data_spec.eval_tokens,
+                               tasks=(TaskSpec("file_task", str(task_file)), TaskSpec("cloze", "builtin:heldout_cloze", items=8)))
     result = train(make_rung(DENSE, steps=8, eval_every=4), data, tmp_path / "run")
     rows = [json.loads(line) for line in (tmp_path / "run" / "eval.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [4, 8]
@@ -129,6 +129,8 @@ def test_task_columns_in_a_real_runs_eval_rows(tmp_path, data_spec):
             assert r[f"task_bpb/{name}"] > 0
     assert rows[0]["task_bpb/cloze"] != rows[1]["task_bpb/cloze"]  # scored on each eval's parameters
     assert result["status"] == "SUCCESS"
+    # the final eval reads a larger loss sample; its task columns are the last eval's (same parameters, same items)
+    assert result["final_eval_loss"] != rows[-1]["eval_loss"]
     assert result["final_task_metrics"] == {k: v for k, v in rows[-1].items() if k.startswith("task_")}
 
 
