@@ -438,3 +438,29 @@ def test_wandb_without_a_network_one_line_or_retried_then_a_restart_carries_on(p
     state = _state(root)
     assert state["polls"] == 2 and state["last_step"] == int(rows[rows["frac"] <= 0.20]["step"].max())
     assert [s["at_step"] for s in state["snapshots"]] == [int(rows[rows["frac"] <= g]["step"].max()) for g in (0.10, 0.20)]
+
+
+def test_follow_carries_task_metrics_into_the_heros_rows(prior_root, tmp_path):
+    """Task columns an eval row carries (ours: task_acc/<task>, task_bpb/<task>; OLMo's W&B names) reach the
+    followed hero's points and its hero_actual rows, each row holding only the tasks its eval scored."""
+    root = fresh_root(prior_root, tmp_path)
+    rows = hero_rows()
+    rows = rows[(rows["step"] > 0) & (rows["frac"] <= 0.1)].reset_index(drop=True)
+    feed = tmp_path / "hero.jsonl"
+    lines = []
+    for i, r in enumerate(rows.itertuples()):
+        row = {"step": int(r.step), "tokens": int(r.tokens), "eval_loss": float(r.loss),
+               "task_acc/cloze": 0.3 + 0.01 * i, "task_bpb/cloze": 2.0 - 0.01 * i}
+        if i % 2:  # scored at every other eval only
+            row["eval/downstream/hellaswag_rc_5shot_len_norm"] = 0.5 + 0.01 * i
+        lines.append(json.dumps(row))
+    feed.write_text("\n".join(lines) + "\n")
+    proc = run_cli("follow", MARIN, "--from-jsonl", str(feed), "--root", str(root), "--max-polls", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for path in (follow_dir(root) / "points.jsonl", root / "marin_moe_535b" / "imported" / "hero_actual" / "metrics.jsonl"):
+        got = [json.loads(x) for x in path.read_text().splitlines()]
+        assert [g["step"] for g in got] == rows["step"].astype(int).tolist()
+        for i, g in enumerate(got):
+            assert g["task_acc/cloze"] == pytest.approx(0.3 + 0.01 * i)
+            assert g["task_bpb/cloze"] == pytest.approx(2.0 - 0.01 * i)
+            assert g.get("eval/downstream/hellaswag_rc_5shot_len_norm") == (pytest.approx(0.5 + 0.01 * i) if i % 2 else None)

@@ -266,3 +266,19 @@ def test_wandb_history_maps_to_a_curve(tmp_path, monkeypatch):
     result, evals = imported.result_for(spec.rung("rung_2"), imported.records(spec)["rung_2"])
     assert not result["partial"] and evals["eval_loss"].tolist() == [6.0, 3.5, 3.1]
     assert evals["tokens"].tolist() == [0, 8e6, 9.1e6]
+
+
+def test_import_wandb_carries_task_metrics_with_or_without_keys():
+    """A W&B history's task columns are imported under their own names beside the loss, also when --keys or
+    --metric name the loss alone."""
+    from ladder.imports.wandb_run import normalize
+
+    records = [{"_step": 10, "eval/loss": 2.5, "train/loss": 2.6, "task_acc/cloze": 0.3, "task_bpb/cloze": 2.1,
+                "eval/downstream_bpb/mmlu_stem_test_rc_5shot_bpb": 1.4, "lr": 1e-3},
+               {"_step": 20, "eval/loss": 2.4, "train/loss": 2.5, "task_acc/cloze": 0.35, "lr": 1e-3}]
+    for keys in ([], [("eval/loss", "loss")]):
+        rows = normalize(records, keys, "test")
+        assert rows[0]["task_acc/cloze"] == 0.3 and rows[1]["task_acc/cloze"] == 0.35
+        assert rows[0]["task_bpb/cloze"] == 2.1 and "task_bpb/cloze" not in rows[1]
+        assert rows[0]["eval/downstream_bpb/mmlu_stem_test_rc_5shot_bpb"] == 1.4
+        assert "lr" not in rows[0]

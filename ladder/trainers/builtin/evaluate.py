@@ -39,12 +39,12 @@ def make_run_eval(mixture: WindowMixture, eval_fn: Callable, batch: int, seq: in
                   devices: int = 1, run_tasks: Callable[..., dict] | None = None) -> Callable[..., dict]:
     """``run_eval(params, bias, step, eval_tokens)``: the eval row for ``step`` on ``eval_tokens`` a domain,
     with each loss's standard error over its windows (``eval_loss_se/<domain>``, ``eval_loss_se``) and, with
-    ``run_tasks`` (ladder.trainers.builtin.task_eval), each task's ``task_acc/<task>`` and ``task_bpb/<task>``."""
+    ``run_tasks`` (ladder.trainers.builtin.task_eval) and ``tasks``, each task's ``task_acc/<task>`` and ``task_bpb/<task>``."""
     devices = max(1, int(devices))
     eval_rows = devices * max(1, EVAL_TOKENS_PER_CALL // (devices * seq))
     tokens_per_step = batch * seq
 
-    def run_eval(p, b, step: int, eval_tokens: int) -> dict:
+    def run_eval(p, b, step: int, eval_tokens: int, tasks: bool = True) -> dict:
         row = {"step": step, "tokens": step * tokens_per_step, "flops": step * tokens_per_step * fpt}
         tot_loss, tot_bpb, tot_var = 0.0, 0.0, 0.0
         for i, dom in enumerate(mixture.domains):
@@ -75,7 +75,7 @@ def make_run_eval(mixture: WindowMixture, eval_fn: Callable, batch: int, seq: in
         row["eval_loss"] = tot_loss
         row["bpb"] = tot_bpb
         row["eval_loss_se"] = math.sqrt(tot_var)
-        if run_tasks is not None:
+        if run_tasks is not None and tasks:
             row.update(run_tasks(p, b))
         return row
 

@@ -121,7 +121,8 @@ class Member:
 
     def train(self, coordinator: str, processes: int, index: int, rung: dict, data: dict, out_dir: str,
               max_steps: int | None = None, callbacks: Callable[[], Sequence] | None = None,
-              shard_dirs: dict[str, str] | None = None, progress_every: float | None = None) -> dict:
+              shard_dirs: dict[str, str] | None = None, progress_every: float | None = None,
+              tokenizer_file: str | None = None) -> dict:
         import jax
 
         if os.environ.get("JAX_PLATFORMS", "") == "cpu":
@@ -138,7 +139,8 @@ class Member:
         folder = out / GANG_DIR
         progress = progress_writer(folder / PROGRESS, progress_every) if progress_every and index == 0 else None
         return train(rung, data, mine, checkpoint_dir=out / "checkpoints", max_steps=max_steps, callbacks=made,
-                     shard_dirs=shard_dirs, progress=progress, should_stop=(folder / STOP).exists)
+                     shard_dirs=shard_dirs, progress=progress, should_stop=(folder / STOP).exists,
+                     tokenizer_file=tokenizer_file)
 
 
 def connect() -> None:
@@ -158,11 +160,13 @@ class MemberLost(RuntimeError):
 
 def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
                on_start: Callable[[list], None] | None = None, callbacks: Callable[[], Sequence] | None = None,
-               shard_dirs: dict[str, str] | None = None, watch: Watch | None = None) -> dict:
+               shard_dirs: dict[str, str] | None = None, watch: Watch | None = None,
+               tokenizer_file: str | None = None) -> dict:
     """Train ``rung`` as a gang of ``rung.resources.processes`` JAX processes on the connected Ray cluster;
     result.json's dict (the first process's). ``on_start(actors)`` is called with each gang started.
     ``callbacks()`` (picklable) makes the trainer callbacks of the first process, the one whose outputs are
-    the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus;
+    the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus
+    (``tokenizer_file``: a ``bpe:`` ladder's tokenizer.json, which encodes ``data.tasks``);
     ``watch``: the progress and stop request the caller follows (module docstring)."""
     import ray
 
@@ -175,7 +179,7 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
             on_start(actors)
         n = len(actors)
         return [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps, callbacks if i == 0 else None,
-                               shard_dirs, every) for i, a in enumerate(actors)]
+                               shard_dirs, every, tokenizer_file) for i, a in enumerate(actors)]
 
     return run_gang(rung, out_dir, Member, member_env(rung), start, watch=watch)
 

@@ -356,7 +356,9 @@ def train(
 
         if failed_step is None and s == total_steps and data.final_tokens != data.eval_tokens:
             # The number the laws fit, on its larger sample; a finished run resumed here reads it again.
-            state["final_eval"] = run_eval(params, bias, s, data.final_tokens)
+            # Its task columns are the last eval's, on the same parameters (the tasks' items do not grow with it).
+            final = run_eval(params, bias, s, data.final_tokens, tasks=False)
+            state["final_eval"] = {**final, **{k: v for k, v in (state["eval"] or {}).items() if k.startswith("task_")}}
         result = summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_steps, tokens_per_step,
                          fpt, wall(), branch_rows, s, layout)
         if failed_step is not None:

@@ -44,4 +44,4 @@ def _gang(job: TrainRun) -> dict:
 
     watch = Watch(every=job.heartbeat_s, on_progress=job.progress, should_stop=job.should_stop)
     return train_gang(job.rung, job.data, job.out_dir, callbacks=partial(job.callbacks, str(job.out_dir)),
-                      shard_dirs=dict(job.shard_dirs), watch=watch)
+                      shard_dirs=dict(job.shard_dirs), watch=watch, tokenizer_file=job.tokenizer_file)

@@ -20,8 +20,8 @@ import numpy as np
 from ladder.spec import DataSpec, TaskSpec
 from ladder.trainers.builtin.tasks import BUILTIN_TASKS, TaskError, TaskItem, is_builtin, read_file
 
-CONTEXT_CHARS = 96
-CHOICE_CHARS = 16
+CONTEXT_CHARS = 48
+CHOICE_CHARS = 12
 CHOICES = 4
 KEY_CHARS = 1  # the context's last characters every choice follows somewhere in the held-out text
 DEFAULT_ITEMS = 256
