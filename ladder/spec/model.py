@@ -32,7 +32,9 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # Likewise: a gate from before the field blocked on the threshold alone.
                          "backtest_rule": "threshold",
                          # A gate from before the field had no replica check; at the default it keeps its address.
-                         "replica_outlier_level": 0.01}
+                         "replica_outlier_level": 0.01,
+                         # A data-mix switch (DataSpec) at its default: no switch, the addresses runs had before it.
+                         "switch_at": 0.0, "switch_weights": {}}
 
 
 class SpecError(ValueError):

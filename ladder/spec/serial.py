@@ -68,4 +68,6 @@ def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
         final_eval_tokens=d.get("final_eval_tokens", 0),
         # Likewise a config from before this field evaluated with capacity dispatch.
         eval_dropless=d.get("eval_dropless", False),
+        switch_at=d.get("switch_at", 0.0),
+        switch_weights=dict(d.get("switch_weights") or {}),
     )

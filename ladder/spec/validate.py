@@ -23,6 +23,7 @@ from .model import (
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
+from .validate_switch import switch_problems
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
@@ -278,6 +279,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         _validate_model(problems, f"targets[{i}].model", target.model)
         _positive_int(problems, f"targets[{i}].tokens", target.tokens)
     _validate_data(problems, "data", spec.data, base_dir)
+    problems.extend(switch_problems(spec))
     _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
