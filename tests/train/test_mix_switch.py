@@ -73,3 +73,17 @@ def test_a_switch_naming_an_unknown_domain_is_one_line():
     assert info.value.problems == ["data.switch_weights: 'cod' is not a domain of data.domains (code, bible_web, bible_kjv)"]
     with pytest.raises(SpecError, match="data.switch_at: 1.5 must be a fraction"):
         load_spec(TINY, ["data.switch_at=1.5"])
+
+
+def test_tiny_switch_reuses_tinys_rungs_and_replays_its_heros_switch():
+    from ladder.dag.stages import plan_ladder
+    from ladder.spec import load_spec
+
+    switch = str(Path(TINY).with_name("tiny_switch.py"))
+    a, tiny, b = load_spec(switch), load_spec(TINY), load_spec(switch, variant="replay")
+    paths_a, paths_tiny = ({e.name: e.path for e in plan_ladder(s)} for s in (a, tiny))
+    assert all(paths_a[r.name] == paths_tiny[r.name] for r in tiny.rungs)  # A's rungs are tiny's, reused
+    assert paths_a["predict"] == paths_tiny["predict"] and paths_a["hero"] != paths_tiny["hero"]
+    (change,) = a.hero.changes
+    assert b.name == "tiny+replay" and b.data.switch_at == pytest.approx(change.step / a.hero.steps)
+    assert dict(b.data.switch_weights) == dict(change.weights)
