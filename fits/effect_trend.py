@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from fits.effect import LOG_MULT_CAP, SizeEffects, hero_effect, law_loss, size_effects
+from fits.errors import InputError
 
 VARIANCE_FLOOR = 1e-14  # a size whose redraws do not move (A against itself) still gets a finite weight
 
@@ -176,8 +177,6 @@ def analyse(a, b, *, hero_flops: tuple[float, float] | None = None, heroes: tupl
     effects = size_effects(a, b, **kw)
     per_size = size_rows(effects, level)
     if len(per_size) < 2:
-        from fits.errors import InputError
-
         raise InputError(f"the two ladders share one size ({per_size[0]['size']}): a trend with scale needs two; "
                          "compare ladders whose rungs overlap at two sizes or more")
     mult, delta = trends(effects, level)
@@ -209,8 +208,6 @@ def analyse(a, b, *, hero_flops: tuple[float, float] | None = None, heroes: tupl
 def backtest(a, b, effects: SizeEffects, level: float, kw: dict) -> dict:
     """The effect at the largest shared size predicted from the smaller ones alone (A's law refitted
     without the sizes at or above it), beside the effect measured there."""
-    from fits.errors import InputError
-
     table = effects.table
     if len(table) < 3:
         return {"ok": False, "reason": f"{len(table)} shared sizes: the backtest needs 3 (2 to fit the trend, 1 to predict)"}
