@@ -4,7 +4,7 @@ switch with the effect the replayed rungs measure instead of a wider band.
 
 A is this file: the ladder named tiny, so its rungs are tiny's own (the same step hashes: finished
 rungs are reused), and a hero that trains the switch (its own step hash). B is `--variant replay`,
-the ladder tiny+replay, every rung and its hero switching at the same fraction. The switch moves the
+the ladder tiny+replay, every rung switching at the same fraction (its hero is predicted, not trained). The switch moves the
 training mixture from tiny's code 0.5 / web Bible 0.25 / KJV 0.25 to code 0.8 / 0.1 / 0.1; the evals
 keep tiny's mixture, so every run is scored alike. Which way the switch moves the eval loss, and by
 how much at each size, is what the rungs measure:
@@ -28,6 +28,7 @@ SWITCH_STEP = round(0.3 * HERO_STEPS)
 LADDER = dataclasses.replace(
     TINY,
     hero=dataclasses.replace(TINY.hero, changes=(RunChange(SWITCH_STEP, "data mix", "code 0.5 -> 0.8", weights=MIX),)),
-    variants={"replay": {"data.switch_at": SWITCH_STEP / HERO_STEPS, "data.switch_weights": MIX}},
+    # B needs no hero of its own: its rungs measure the switch's effect, which carries A's hero past it
+    variants={"replay": {"data.switch_at": SWITCH_STEP / HERO_STEPS, "data.switch_weights": MIX, "train_hero": False}},
     description="default CPU ladder, its hero's data mix switched at 30%",
 )
