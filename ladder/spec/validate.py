@@ -25,6 +25,7 @@ from .model import (
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
+from .validate_switch import switch_problems
 from .validate_tasks import validate_tasks
 from .validate_trainer import validate_run_trainer, validate_trainer
 
@@ -288,6 +289,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         where = "hero" if i == len(spec.rungs) else f"rungs[{i}]"
         validate_trainer(problems, f"{where}.trainer", getattr(run, "trainer", None))
         validate_run_trainer(problems, where, spec.trainer_of(run) if isinstance(run, RungSpec) else None, run)
+    problems.extend(switch_problems(spec))
     _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
