@@ -55,6 +55,12 @@ def _landed(hero: dict[str, Any], gate: dict[str, Any]) -> str:
     level = f"{hero['level']:.0%}" if hero.get("level") else "its"
     forced = " (trained past a BLOCKED gate with --force)" if gate.get("overridden") else ""
     actual = hero.get("actual_final_loss")
+    if hero.get("partial"):  # a curve recorded part of the way: no final to score, its points so far are
+        rec = hero.get("recorded") or {}
+        so_far = (f", its recorded points {rec['inside_band']:.0%} inside it (mean |error| {rec['mean_abs_rel_error']:.2%})"
+                  if rec.get("inside_band") is not None else "")
+        return (f"hero: recorded to {float(hero.get('completed_frac') or 0):.1%} of its run, no final yet{forced}; "
+                f"forecast {band} ({level} band){so_far}")
     if actual is None or hero.get("relative_error") is None:
         return f"hero: {str(hero.get('status') or 'not run').lower()}{forced}, forecast {band} ({level} band)"
     side = "inside" if hero.get("inside_interval") else "OUTSIDE"
