@@ -112,6 +112,14 @@ def test_a_blocked_ladder_says_what_to_do_next_and_how_often(smoke_copy, tmp_pat
                                               "1,passed,-0.01\n2,blocked,\n3,passed,0.004\n4,passed,0.02\n")
     lines = final_lines(blocked, html, spec, str(spec_path))
     assert "the gate blocked 1 of 4 recorded draws of this ladder (25%" in lines[1]
+    # a record that says something else is bad input: one line naming the file and the fix
+    from fits.errors import InputError
+
+    (tmp_path / "smoke_draws.csv").write_text("seed,gate\n1,passed\n2,maybe\n")
+    with pytest.raises(InputError, match=r"smoke_draws.csv: gate 'maybe' in column `gate`; each draw's gate is passed or blocked"):
+        final_lines(blocked, html, spec, str(spec_path))
+    (tmp_path / "smoke_draws.csv").write_text("# draws of the smoke ladder\nseed,gate\n")
+    assert "no draws recorded yet" in final_lines(blocked, html, spec, str(spec_path))[1]
 
     # a backtest block (no outlier below the gate's level): --force is the one next step
     other = {**blocked, "fit": {**rep["fit"], "replica_outlier": {**outlier, "p_family": 0.2}}}
