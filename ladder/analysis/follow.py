@@ -1,7 +1,7 @@
 """`ladder follow`: poll a live hero's eval points, refresh its forecast snapshots, raise alerts.
 
 Everything lives under <root>/<ladder>/follow/:
-  points.jsonl         the hero's eval points read so far (step, tokens, loss)
+  points.jsonl         the hero's eval points read so far (step, tokens, loss, and its task metrics)
   forecasts.jsonl      one summary per snapshot (at_step, predicted_final, lower, upper, band_rule ...)
   forecasts/<step>.csv each snapshot's whole curve (step, tokens, frac, loss, lower, upper)
   events.jsonl         alerts and marks (ladder.analysis.follow_alerts)
@@ -141,7 +141,7 @@ class Follower:
     def _commit(self, state: dict) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         if not self.points.empty:
-            rows = self.points[["step", "tokens", "loss"]].to_dict("records")
+            rows = point_rows(self.points)
             _write_jsonl_atomic(self.out / POINTS, rows)
             actual = self.out.parent / "imported" / HERO_ACTUAL
             actual.mkdir(parents=True, exist_ok=True)
@@ -173,6 +173,16 @@ class Follower:
                              f"{(proc.stderr.strip().splitlines() or [''])[-1][:200]}")
             self.state["notified"] += 1
             layout.write_json_atomic(self.out / STATE, self.state)
+
+
+def point_rows(points: pd.DataFrame) -> list[dict]:
+    """The hero's points as rows: step, tokens, loss and the task metrics an eval carried (a row holds only the
+    ones its eval logged: a task scored at some evals is absent, not NaN, at the others)."""
+    from ladder.imports.wandb_run import is_task_metric
+
+    cols = ["step", "tokens", "loss", *(c for c in points.columns if is_task_metric(c))]
+    return [{k: v for k, v in r.items() if k in ("step", "tokens", "loss") or pd.notna(v)}
+            for r in points[cols].to_dict("records")]
 
 
 def _env_value(v) -> str:

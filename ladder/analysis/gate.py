@@ -104,8 +104,11 @@ def band_text(noise: dict) -> str:
 
 
 def _band_is_the_bar(noise: dict | None, gate: dict) -> bool:
-    """Whether the "noise" rule applies: the band was measured on replicas and the gate asks for it."""
-    return bool(noise) and noise["source"] == "replicas" and gate.get("backtest_rule", "threshold") == "noise"
+    """Whether the "noise" rule applies: the band's seed sigma was measured (on replicas, or as one-seed sizes' scatter
+    about the law) and the gate asks for it."""
+    from ladder.analysis.seeds import MEASURED_SOURCES
+
+    return bool(noise) and noise["source"] in MEASURED_SOURCES and gate.get("backtest_rule", "threshold") == "noise"
 
 
 def _backtest_reasons(bt: dict, gate: dict) -> list[str]:
@@ -135,7 +138,7 @@ def _rule_warnings(backtest: dict, gate: dict) -> list[str]:
     if not _band_is_the_bar(noise, gate) or not noise["within"] or abs(backtest["relative_error"]) <= gate["max_backtest_error"]:
         return []
     return [f"backtest error {backtest['relative_error']:+.2%} exceeds {gate['max_backtest_error']:.1%} but is within its "
-            f"seed-noise band ({band_text(noise)} at {noise['level']:.0%}, measured on replicas): no evidence against the "
+            f"seed-noise band ({band_text(noise)} at {noise['level']:.0%}, measured on {noise['source']}): no evidence against the "
             "law at this ratio, so the gate passes it (gate.backtest_rule='threshold' blocks it); the hero's interval "
             "carries the miss"]
 

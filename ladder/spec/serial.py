@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .model import COSMETIC_FIELDS, ModelSpec, Rule
-from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec
+from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec, TaskSpec, TrainerSpec
 
 
 def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
@@ -28,7 +28,8 @@ def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
 
 _TYPES = {
     cls.__name__: cls
-    for cls in (Rule, ModelSpec, ScheduleSpec, OptimSpec, Resources, RungSpec, TargetSpec, DomainSpec, DataSpec, RunChange)
+    for cls in (Rule, ModelSpec, ScheduleSpec, OptimSpec, Resources, RungSpec, TargetSpec, DomainSpec, DataSpec, RunChange,
+                TrainerSpec, TaskSpec)
 }
 
 
@@ -54,7 +55,13 @@ def rung_from_dict(d: Mapping[str, Any]) -> RungSpec:
         budget=d.get("budget", 0.0),
         placement=d.get("placement", ""),
         changes=tuple(RunChange(**c) for c in d.get("changes") or ()),
+        trainer=trainer_from_dict(d["trainer"]) if d.get("trainer") else None,
     )
+
+
+def trainer_from_dict(d: Mapping[str, Any]) -> TrainerSpec:
+    return TrainerSpec(kind=d.get("kind", "builtin"), command=tuple(d.get("command") or ()), env=dict(d.get("env") or {}),
+                       function=d.get("function", ""), code=tuple(d.get("code") or ()), base_dir=d.get("base_dir", ""))
 
 
 def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
@@ -68,4 +75,5 @@ def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
         final_eval_tokens=d.get("final_eval_tokens", 0),
         # Likewise a config from before this field evaluated with capacity dispatch.
         eval_dropless=d.get("eval_dropless", False),
+        tasks=tuple(TaskSpec(**t) for t in d.get("tasks") or ()),
     )

@@ -111,7 +111,7 @@ class WandbCallback:
         self._log({f"train/{k}" if k in ("loss", "lr") else k: v for k, v in row.items()}, step)
 
     def on_eval(self, step: int, row: dict) -> None:
-        self._log({(k if k.startswith(("eval", "bpb")) else f"eval/{k}"): v for k, v in row.items()
+        self._log({(k if k.startswith(("eval", "bpb", "task_")) else f"eval/{k}"): v for k, v in row.items()
                    if k not in ("tokens", "flops")}, step)
 
     def on_checkpoint(self, step: int) -> None:
@@ -193,8 +193,8 @@ def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | 
     resolved = resolve_mode(mode, getattr(wb, "mode", None))
     if resolved == "disabled":
         return None
+    from ladder.dashboard.data import Root
     from ladder.outputs import layout
-    from ladder.outputs.data import Root
 
     r = Root(root)
     dirs = r.step_dirs(ladder)

@@ -120,7 +120,7 @@ def test_535b_fed_in_5pct_steps_gives_the_forecast_history(followed_root):
         assert curve[-1]["upper"] / curve[-1]["loss"] >= final_prior["upper"] / final_prior["loss"] - 1e-9
         assert prior  # the prior curve is in the report beside the snapshots
     # the dashboard's hero page: the forecast history, one x unit, the change and the events
-    from ladder.outputs.data import Root
+    from ladder.dashboard.data import Root
 
     page = Root(root).hero("marin_moe_535b")
     assert [int(f["at_step"]) for f in page["forecasts"]] == want_at
