@@ -106,3 +106,15 @@ def check_finished_ladder(root: Path, out: str, env: dict) -> None:
     assert hero_rep["status"] == "SUCCESS" and hero_rep["actual_final_loss"] == pytest.approx(finals[-1])
     assert hero_rep["lower"] < hero_rep["predicted_final_loss"] < hero_rep["upper"] and "inside_interval" in hero_rep
     assert hero_rep["snapshots"], "the hero's live forecast wrote no snapshot"
+
+    # and the dashboard's views, as for a built-in ladder
+    from ladder.dashboard.data import Root
+
+    dash = Root(root)
+    steps = {s["name"]: s for s in dash.overview("smoke_torch")["steps"]}
+    assert {n: s["status"] for n, s in steps.items()} == {n: "SUCCESS" for n in
+                                                        (*runs, "fit", "predict", "gate", "report")}
+    assert all(steps[n]["progress"]["step"] == steps[n]["progress"]["total_steps"] for n in runs)
+    view = dash.hero("smoke_torch")
+    assert view["status"] == "SUCCESS" and view["eval"]["step"][-1] == steps["hero"]["progress"]["total_steps"]
+    assert view["snapshots"] and view["prediction"]["predicted_final_loss"] == pytest.approx(hero_rep["predicted_final_loss"])
