@@ -24,6 +24,8 @@ from ladder.outputs.layout import iter_jsonl  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = str(REPO / "experiments" / "smoke_torch.py")
+# the fit's bootstrap is not what this test is about: 10 resamples instead of the ladder's 50 (a third of the fit)
+CHEAPER = ("--set", "fit.bootstrap=10")
 LADDER = str(Path(sys.executable).parent / "ladder")
 
 
@@ -57,7 +59,7 @@ def test_smoke_torch_trains_every_run_with_pytorch_and_a_killed_gang_member_rest
     root = tmp_path / "runs"
     log = tmp_path / "submit.out"
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1", "LADDER_PROGRESS_INTERVAL": "5"}
-    submit = subprocess.Popen([LADDER, "submit", SPEC, "--root", str(root), "--wandb", "disabled"], cwd=REPO, env=env,
+    submit = subprocess.Popen([LADDER, "submit", SPEC, "--root", str(root), "--wandb", "disabled", *CHEAPER], cwd=REPO, env=env,
                               stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         hero = wait_for(lambda: _step_dir(root, "hero"), "the hero's step", proc=submit, log=log)
@@ -97,7 +99,7 @@ def check_finished_ladder(root: Path, out: str, env: dict) -> None:
     assert steps == sorted(set(steps)) and steps[-1] == json.loads((runs["hero"] / "run.json").read_text())["steps"]
 
     # fit, predict, gate and report as for a built-in ladder
-    report = subprocess.run([LADDER, "report", SPEC, "--root", str(root), "--json"], capture_output=True, text=True,
+    report = subprocess.run([LADDER, "report", SPEC, "--root", str(root), "--json", *CHEAPER], capture_output=True, text=True,
                             cwd=REPO, env=env, timeout=HANG_S)
     assert report.returncode == 0, report.stderr[-3000:]
     rep = json.loads(report.stdout)
