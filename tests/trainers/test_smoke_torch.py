@@ -3,7 +3,8 @@
 ladder. The hero is a 2-process gang (DistributedDataParallel over gloo); one of its processes is SIGKILLed
 mid-run, and the gang restarts from its checkpoint: the hero's rows read as one run, each step once.
 
-About 4 minutes on 2 shared cores (most of it the five runs' training and the fit's bootstrap).
+Its cost is the five runs' training, Ray's start, the fit and the report (experiments/smoke_torch_record.md
+has the times measured).
 """
 
 from __future__ import annotations
