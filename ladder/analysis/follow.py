@@ -1,7 +1,7 @@
 """`ladder follow`: poll a live hero's eval points, refresh its forecast snapshots, raise alerts.
 
 Everything lives under <root>/<ladder>/follow/:
-  points.jsonl         the hero's eval points read so far (step, tokens, loss)
+  points.jsonl         the hero's eval points read so far (step, tokens, loss, and its task metrics)
   forecasts.jsonl      one summary per snapshot (at_step, predicted_final, lower, upper, band_rule ...)
   forecasts/<step>.csv each snapshot's whole curve (step, tokens, frac, loss, lower, upper)
   events.jsonl         alerts and marks (ladder.analysis.follow_alerts)
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from ladder.analysis import follow_alerts as alerts
-from ladder.analysis.follow_forecast import Context, half_width, rung_profile, snapshot
+from ladder.analysis.follow_forecast import Context, rung_profile, snapshot
 from ladder.analysis.follow_metrics import envelope_events, metric_rows, spike_events
 from ladder.analysis.follow_source import Source, read
 from ladder.outputs import layout
@@ -135,15 +135,13 @@ class Follower:
         earlier = [{"at_frac": s["at_frac"], "curve": pd.read_csv(self.out / layout.FORECAST_DIR / f"{s['at_step']}.csv")}
                    for s in self.state["snapshots"] if s["at_step"] < at_step]
         curve, summary = snapshot(self.ctx, hero, at_step, earlier, self.rungs, self.changes)
-        summary["half_width"] = half_width(summary)
-        summary["tokens"] = at_step * self.ctx.batch_tokens
         layout.write_csv_atomic(self.out / layout.FORECAST_DIR / f"{at_step}.csv", curve)
         return summary
 
     def _commit(self, state: dict) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         if not self.points.empty:
-            rows = self.points[["step", "tokens", "loss"]].to_dict("records")
+            rows = point_rows(self.points)
             _write_jsonl_atomic(self.out / POINTS, rows)
             actual = self.out.parent / "imported" / HERO_ACTUAL
             actual.mkdir(parents=True, exist_ok=True)
@@ -175,6 +173,16 @@ class Follower:
                              f"{(proc.stderr.strip().splitlines() or [''])[-1][:200]}")
             self.state["notified"] += 1
             layout.write_json_atomic(self.out / STATE, self.state)
+
+
+def point_rows(points: pd.DataFrame) -> list[dict]:
+    """The hero's points as rows: step, tokens, loss and the task metrics an eval carried (a row holds only the
+    ones its eval logged: a task scored at some evals is absent, not NaN, at the others)."""
+    from ladder.imports.wandb_run import is_task_metric
+
+    cols = ["step", "tokens", "loss", *(c for c in points.columns if is_task_metric(c))]
+    return [{k: v for k, v in r.items() if k in ("step", "tokens", "loss") or pd.notna(v)}
+            for r in points[cols].to_dict("records")]
 
 
 def _env_value(v) -> str:

@@ -2,7 +2,8 @@
 http(s) URL, re-read whole each poll as it grows), or W&B runs (several ids stitched by step).
 
 Records are parsed by the import-wandb code (ladder.imports.wandb_run), so a file that imports
-follows. Every source gives the same frame: step, tokens, loss (the followed eval metric), sorted.
+follows. Every source gives the same frame: step, tokens, loss (the followed eval metric), sorted, and
+the task metrics its eval rows carry (``task_acc/<task>``, ``task_bpb/<task>`` ..., under their own names).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ladder.imports.wandb_run import (
     _number,
     choose_metric,
     fetch_api,
+    is_task_metric,
     normalize,
     parse_run_path,
     read_export_csv,
@@ -109,7 +111,8 @@ def _points(records: list[dict], metric: str | None, source: str) -> pd.DataFram
     key = "loss" if metric or long_format else "eval_loss"
     if not any(key in r for r in rows):
         raise InputError(f"{source}: no eval metric ({', '.join(EVAL_KEYS)}); name the eval loss with --metric KEY")
-    frame = pd.DataFrame([{"step": int(r["step"]), "tokens": r.get("tokens"), "loss": r[key]} for r in rows if key in r])
+    frame = pd.DataFrame([{"step": int(r["step"]), "tokens": r.get("tokens"), "loss": r[key],
+                           **{k: v for k, v in r.items() if is_task_metric(k)}} for r in rows if key in r])
     return frame.sort_values("step").reset_index(drop=True)
 
 

@@ -28,6 +28,7 @@ def train_step(config: dict, ctx) -> dict:
     ladder.trainers.registry)."""
     from functools import partial
 
+    from ladder.dag import bpe
     from ladder.trainers.registry import runner
     from ladder.trainers.run import TrainRun
 
@@ -38,7 +39,8 @@ def train_step(config: dict, ctx) -> dict:
                        dep_dirs=dep_dirs, shard_dirs=shard_dirs(ctx.dep_dirs),
                        callbacks=partial(step_callbacks, rung, config, dep_dirs, _wandb_callbacks(config, ctx)),
                        progress=lambda row: ctx.progress(**row), should_stop=lambda: ctx.stop_requested,
-                       heartbeat_s=ctx.heartbeat_s)
+                       heartbeat_s=ctx.heartbeat_s,
+                       tokenizer_file=ctx.dep_path(bpe.STEP, bpe.FILE) if bpe.STEP in ctx.dep_dirs else None)
         result = runner(config.get("trainer"))(job)
     return _outcome(rung, result)
 

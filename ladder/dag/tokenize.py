@@ -96,11 +96,16 @@ def _shards(tokenizer: str) -> bool:
 
 
 def shard_deps(spec) -> tuple:
+    """A training step's token shards; and a ``bpe:`` ladder's tokenizer when the run scores tasks (it encodes
+    their items), which a ladder without tasks does not depend on directly (its step hashes stay)."""
+    from ladder.dag import bpe
     from ladder.executor import Dep
+    from ladder.trainers.builtin.tokenizer import bpe_vocab
 
     if not _shards(spec.data.tokenizer):
         return ()
-    return tuple(Dep(step_name(d.name)) for d in spec.data.domains)
+    tokenizer = (Dep(bpe.STEP),) if spec.data.tasks and bpe_vocab(spec.data.tokenizer) is not None else ()
+    return tuple(Dep(step_name(d.name)) for d in spec.data.domains) + tokenizer
 
 
 def refuse_declared_training(spec, entries, steps) -> None:

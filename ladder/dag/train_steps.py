@@ -36,7 +36,7 @@ def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
         "data": to_dict(run_data(spec, role)),
         **(BYTES_SAMPLING if spec.data.tokenizer == "bytes" else {}),
         "wandb": to_dict(spec.wandb),
-        "inputs": step_inputs(registry.packages(trainer), spec.data),
+        "inputs": {**step_inputs(registry.packages(trainer), spec.data), **task_inputs(spec.data)},
         **({"trainer": entry} if entry is not None else {}),
     }
 
@@ -47,6 +47,16 @@ def trainer_field(spec: LadderSpec, run: RungSpec) -> str:
         return "trainer"
     names = [r.name for r in spec.rungs]
     return f"rungs[{names.index(run.name)}].trainer" if run.name in names else f"{run.name}.trainer"
+
+
+def task_inputs(data: DataSpec) -> dict[str, Any]:
+    """The task files' digests (a run's task columns change with them); nothing without tasks, so a ladder
+    without tasks keeps its step hashes."""
+    if not data.tasks:
+        return {}
+    from ladder.trainers.builtin.tasks import task_digest
+
+    return {"tasks": {t.name: task_digest(t) for t in data.tasks}}
 
 
 def run_data(spec: LadderSpec, role: str) -> DataSpec:

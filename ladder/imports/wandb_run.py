@@ -32,6 +32,14 @@ FLOPS_KEYS = ("throughput/total_flops", "flops", "total_flops")
 LOSS_KEYS = ("train/loss", "loss", "train_loss", "train/lm_loss")
 EVAL_KEYS = ("eval/loss", "eval_loss", "eval/lm_loss")
 METRIC_COLUMN = "metric"  # a long-format export: one row per (step, metric), the value in `loss`
+# Task metrics, carried under their own names whatever else is imported: ours (eval.jsonl's task_acc/<task>,
+# task_acc_se/<task>, task_bpb/<task>) and OLMo's W&B names (eval/downstream/<task>_..._len_norm,
+# eval/downstream_bpb/<task>_..._bpb), so a followed hero's task forecast refreshes as its evals arrive.
+TASK_PREFIXES = ("task_acc/", "task_acc_se/", "task_bpb/", "eval/downstream/", "eval/downstream_bpb/")
+
+
+def is_task_metric(key: str) -> bool:
+    return isinstance(key, str) and key.startswith(TASK_PREFIXES)
 RUN_PATH_RE = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/(?:runs/)?([A-Za-z0-9_.-]+)$")
 
 
@@ -167,9 +175,11 @@ def fetch_api(run_path: str, keys: list[tuple[str, str]], timeout_s: float = DEF
 def _history(run, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
     if not keys:
         return list(run.scan_history(page_size=1000))
-    # scan_history(keys=...) keeps only rows holding every key: fetch each key with the step
+    # scan_history(keys=...) keeps only rows holding every key: fetch each key with the step; the task metrics
+    # the run's summary names come too
+    tasks = {k for k in (getattr(run, "summary_metrics", None) or {}) if is_task_metric(k)}
     merged: dict[float, dict] = {}
-    for src in sorted({src for src, _ in keys} | set(TOKEN_KEYS)):
+    for src in sorted({src for src, _ in keys} | set(TOKEN_KEYS) | tasks):
         for row in run.scan_history(keys=["_step", src], page_size=1000):
             step = _number(row.get("_step"))
             if step is not None:
@@ -197,6 +207,8 @@ def normalize(records: list[dict[str, Any]], keys: list[tuple[str, str]], source
         mapping = list(keys)
     else:
         mapping = [(k, k) for k in present if k != step_key and ("loss" in k or k in TOKEN_KEYS or k in FLOPS_KEYS)]
+    sources = {src for src, _ in mapping}
+    mapping += [(k, k) for k in present if is_task_metric(k) and k not in sources]
     names = {dst for _, dst in mapping}
     for group, canon in ((TOKEN_KEYS, "tokens"), (FLOPS_KEYS, "flops"), (LOSS_KEYS, "loss"), (EVAL_KEYS, "eval_loss")):
         if canon in names:

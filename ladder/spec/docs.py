@@ -17,7 +17,7 @@ from typing import Any
 from ladder import spec as spec_mod
 
 SPEC_CLASSES = ("LadderSpec", "RungSpec", "RunChange", "ModelSpec", "OptimSpec", "ScheduleSpec", "Resources", "Rule",
-                "TargetSpec", "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "WandbSpec", "IsoFlopSpec",
+                "TargetSpec", "DataSpec", "DomainSpec", "TaskSpec", "FitSpec", "GateSpec", "WandbSpec", "IsoFlopSpec",
                 "IsoFlopBudget", "TrainerSpec")
 
 FIELD_DOCS = {
@@ -29,6 +29,8 @@ FIELD_DOCS = {
     "LadderSpec.fit": "how the laws are fit and their intervals made (FitSpec)",
     "LadderSpec.gate": "when the hero may start (GateSpec)",
     "LadderSpec.wandb": "Weights & Biases logging (WandbSpec)",
+    "LadderSpec.variants": ("named changes of the recipe, {name: {key: value}} with keys as --set takes them "
+                            "('runs.<field>': every rung and the hero); --variant NAME trains the ladder <name>+NAME"),
     "LadderSpec.root": "where outputs go: a folder or an fsspec URL (--root, then LADDER_ROOT, override it)",
     "LadderSpec.seed": "the ladder's seed; a rung without its own seed takes it",
     "LadderSpec.description": "free text shown in plans and reports (not hashed)",
@@ -133,6 +135,14 @@ FIELD_DOCS = {
                          "builtin:web_bible), a .txt/.jsonl/.parquet/.arrow file or folder (gzip or zstd or not; "
                          "a Hugging Face datasets save_to_disk folder too), local or s3:// / gs:// through fsspec",
     "DomainSpec.weight": "mixture weight (normalised over domains)",
+    "DataSpec.tasks": ("multiple-choice tasks (TaskSpec) scored at every eval of every run, OLMo's ranked "
+                       "classification: task_acc/<name> (length-normalised accuracy, per character), task_acc_se/<name> "
+                       "and task_bpb/<name> (bits per byte of the right choice) in eval.jsonl"),
+    "TaskSpec.name": "the task's name in eval metrics (task_acc/<name>, task_bpb/<name>)",
+    "TaskSpec.source": ("a local JSONL file, a line per item {\"context\": str, \"choices\": [str, ...], \"answer\": int}, "
+                        "or builtin:heldout_cloze (items drawn from the ladder's own held-out text)"),
+    "TaskSpec.items": "items scored: a file's first N (0: all), or how many a built-in draws (0: its default, 256)",
+    "TaskSpec.seed": "a built-in task's draw (every run of the ladder scores the same items)",
     "FitSpec.bootstrap": "bootstrap resamples for the fit's intervals (0: none)",
     "FitSpec.level": "probability of every interval the ladder reports (the one default, 0.9)",
     "FitSpec.pin_E": "fix the compute law's asymptote E (None: fit it)",

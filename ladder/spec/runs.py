@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from fits.laws.registry import final_law_min_rungs
 
 from .model import ModelSpec, Rule
 
@@ -192,6 +194,18 @@ class DomainSpec:
 
 
 @dataclass(frozen=True)
+class TaskSpec:
+    """A multiple-choice task evaluated at every eval of every run (OLMo's ranked classification): a local
+    JSONL file of {"context": str, "choices": [str, ...], "answer": int} rows, or a built-in task generated
+    from the ladder's own held-out text (ladder.trainers.builtin.tasks.BUILTIN_TASKS)."""
+
+    name: str
+    source: str
+    items: int = 0  # rows used: a file's first ``items`` (0: all); the items a built-in task generates (0: its default)
+    seed: int = 0  # a built-in task's draw (the same items for every run of the ladder)
+
+
+@dataclass(frozen=True)
 class DataSpec:
     domains: tuple[DomainSpec, ...] = (
         DomainSpec("code", "builtin:stdlib_py", 0.5),
@@ -210,6 +224,8 @@ class DataSpec:
     # last tokens lost their expert output: the loss rose over the last ~24 of 128 positions, and the
     # more so at larger sizes (experiments/tiny.py). Training keeps capacity dispatch.
     eval_dropless: bool = True
+    # Multiple-choice tasks scored at every eval: task_acc/<name> and task_bpb/<name> in eval.jsonl.
+    tasks: tuple[TaskSpec, ...] = ()
 
     @property
     def final_tokens(self) -> int:
@@ -222,8 +238,9 @@ class DataSpec:
         return replace(self, eval_tokens=self.final_tokens)
 
 
-# Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).
-FINAL_LAW_MIN_RUNGS = {"compute": 3, "compute_domains": 3, "chinchilla": 3, "chinchilla_tied": 2}
+# Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this),
+# from fits' one law registry.
+FINAL_LAW_MIN_RUNGS = final_law_min_rungs()
 
 
 @dataclass(frozen=True)
@@ -283,6 +300,10 @@ class LadderSpec:
     description: str = ""
     isoflop: IsoFlopSpec | None = None  # an IsoFLOP sweep that places the runs declared by budget
     trainer: TrainerSpec = field(default_factory=TrainerSpec)  # what trains every run without its own
+    # Named changes of the recipe, each {key: value} overrides as --set takes them ("runs.<field>" sets a
+    # field of every rung and the hero): `--variant NAME` trains the ladder <name>+NAME with them applied
+    # (ladder.spec.load.apply_variant), which `ladder compare` sets against this one.
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def trainer_of(self, run: RungSpec) -> TrainerSpec:
         """The trainer of ``run``: its own, else the ladder's."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .model import COSMETIC_FIELDS, ModelSpec, Rule
-from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec, TrainerSpec
+from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec, TaskSpec, TrainerSpec
 
 
 def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
@@ -29,7 +29,7 @@ def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
 _TYPES = {
     cls.__name__: cls
     for cls in (Rule, ModelSpec, ScheduleSpec, OptimSpec, Resources, RungSpec, TargetSpec, DomainSpec, DataSpec, RunChange,
-                TrainerSpec)
+                TrainerSpec, TaskSpec)
 }
 
 
@@ -75,4 +75,5 @@ def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
         final_eval_tokens=d.get("final_eval_tokens", 0),
         # Likewise a config from before this field evaluated with capacity dispatch.
         eval_dropless=d.get("eval_dropless", False),
+        tasks=tuple(TaskSpec(**t) for t in d.get("tasks") or ()),
     )

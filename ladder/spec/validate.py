@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from .model import (
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
+from .validate_tasks import validate_tasks
 from .validate_trainer import validate_run_trainer, validate_trainer
 
 
@@ -249,6 +250,7 @@ def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path |
             and d.final_eval_tokens < 0):
         problems.append(f"{path}.final_eval_tokens: must be >= 0 (0: eval_tokens), got {d.final_eval_tokens}")
     _check_type(problems, f"{path}.eval_dropless", d.eval_dropless, (bool,), "True or False")
+    validate_tasks(problems, path, d, base_dir)
 
 
 def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
@@ -256,8 +258,11 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     problems: list[str] = []
     if not isinstance(spec, LadderSpec):
         raise SpecError([f"LADDER: expected a LadderSpec, got {type(spec).__name__}"])
-    if not isinstance(spec.name, str) or not spec.name or not spec.name.replace("_", "").replace("-", "").isalnum():
+    # '+' joins a ladder and its variant (tiny+dense): each part a name of its own
+    if not isinstance(spec.name, str) or not all(p.replace("_", "").replace("-", "").isalnum() for p in spec.name.split("+")):
         problems.append(f"name: {spec.name!r} must be a non-empty name of letters, digits, '_' or '-'")
+    if not isinstance(spec.variants, Mapping):
+        problems.append(f"variants: expected a mapping of name to overrides, got {type(spec.variants).__name__}")
     if not isinstance(spec.rungs, tuple | list) or not spec.rungs:
         problems.append("rungs: at least one rung is required")
         raise SpecError(problems)

@@ -28,6 +28,8 @@ class TrainRun:
     progress: Callable[[dict], None]
     should_stop: Callable[[], bool]
     heartbeat_s: float
+    # The tokenizer.json a ``bpe:`` ladder trained (its tokenizer step), which also encodes ``data.tasks``.
+    tokenizer_file: str | None = None
 
     @property
     def trainer(self) -> Mapping[str, Any]:

@@ -111,7 +111,7 @@ class WandbCallback:
         self._log({f"train/{k}" if k in ("loss", "lr") else k: v for k, v in row.items()}, step)
 
     def on_eval(self, step: int, row: dict) -> None:
-        self._log({(k if k.startswith(("eval", "bpb")) else f"eval/{k}"): v for k, v in row.items()
+        self._log({(k if k.startswith(("eval", "bpb", "task_")) else f"eval/{k}"): v for k, v in row.items()
                    if k not in ("tokens", "flops")}, step)
 
     def on_checkpoint(self, step: int) -> None:

@@ -36,9 +36,10 @@ def dropless_dispatch() -> str:
 
 
 def make_run_eval(mixture: WindowMixture, eval_fn: Callable, batch: int, seq: int, fpt: float,
-                  devices: int = 1) -> Callable[..., dict]:
+                  devices: int = 1, run_tasks: Callable[..., dict] | None = None) -> Callable[..., dict]:
     """``run_eval(params, bias, step, eval_tokens)``: the eval row for ``step`` on ``eval_tokens`` a domain,
-    with each loss's standard error over its windows (``eval_loss_se/<domain>``, ``eval_loss_se``)."""
+    with each loss's standard error over its windows (``eval_loss_se/<domain>``, ``eval_loss_se``) and, with
+    ``run_tasks`` (ladder.trainers.builtin.task_eval), each task's ``task_acc/<task>`` and ``task_bpb/<task>``."""
     devices = max(1, int(devices))
     eval_rows = devices * max(1, EVAL_TOKENS_PER_CALL // (devices * seq))
     tokens_per_step = batch * seq
@@ -74,6 +75,8 @@ def make_run_eval(mixture: WindowMixture, eval_fn: Callable, batch: int, seq: in
         row["eval_loss"] = tot_loss
         row["bpb"] = tot_bpb
         row["eval_loss_se"] = math.sqrt(tot_var)
+        if run_tasks is not None:
+            row.update(run_tasks(p, b))
         return row
 
     return run_eval

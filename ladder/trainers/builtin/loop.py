@@ -49,6 +49,7 @@ from ladder.trainers.builtin.peaks import run_peak_flops
 from ladder.trainers.builtin.sigterm import Sigterm, any_process
 from ladder.trainers.builtin.start import start as run_start
 from ladder.trainers.builtin.stream import open_mixture
+from ladder.trainers.builtin.task_eval import task_runner
 from ladder.trainers.cadence import cadence
 
 
@@ -74,6 +75,7 @@ def train(
     should_stop: Callable[[], bool] | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     shard_dirs: Mapping[str, str] | None = None,
+    tokenizer_file: str | None = None,
 ) -> dict:
     """Train one rung into ``out_dir`` (resuming from its newest valid checkpoint) and return result.json.
 
@@ -85,6 +87,7 @@ def train(
     ``steps_per_call`` (default 64, env ``LADDER_STEPS_PER_CALL``) optimizer steps run per jitted call.
     ``checkpoint_dir``: where checkpoints go (default ``out_dir/checkpoints``): a gang's processes share the
     first's, each writing its own shards, while their other outputs stay apart (:mod:`ladder.trainers.builtin.gang`).
+    ``tokenizer_file``: the tokenizer.json a ``bpe:`` ladder trained, which encodes ``data.tasks``.
     """
     # Close the mirror only when it was opened here: a caller's OutputDir stays open for its own writes.
     with contextlib.nullcontext(out_dir) if isinstance(out_dir, OutputDir) else open_output(out_dir) as output:
@@ -154,7 +157,9 @@ def train(
         write_json_lines(out / "branches.jsonl", branch_rows)
 
         chunk_fn = make_train_chunk(fm, opt, mults, layout, k, microbatches=rung.resources.microbatches)
-        eval_fn = make_eval(eval_model(fm, data, seed), layout)
+        eval_fm = eval_model(fm, data, seed)
+        eval_fn = make_eval(eval_fm, layout)
+        run_tasks = task_runner(data, seq, eval_fm, layout, tokenizer_file)
         peak, _ = run_peak_flops(rung.model.compute_dtype, layout.n if layout is not None else 1)
         detectors = [SpikeDetector("loss"), SpikeDetector("grad_norm")]
         bias_detector = SpikeDetector("router_bias_norm", on_diff=True) if fm.bias_names else None
@@ -189,7 +194,8 @@ def train(
         def wall() -> float:
             return wall_offset + time.perf_counter() - t_start
 
-        run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt, devices=layout.n if layout is not None else 1)
+        run_eval = make_run_eval(mixture, eval_fn, batch, seq, fpt, devices=layout.n if layout is not None else 1,
+                                 run_tasks=run_tasks)
         my_rows = layout.process_rows(batch) if layout is not None and layout.multiprocess else None
 
         def run_steps(p, b, o, first: int, end: int, lr_of: Callable[[int], np.ndarray], on_rows: Callable):

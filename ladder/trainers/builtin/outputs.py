@@ -67,6 +67,8 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         # The final's sample: eval.jsonl's last row is on eval_tokens, like the curve before it.
         "final_eval_tokens": data.final_tokens if state.get("final_eval") else int(data.eval_tokens),
         "final_sample_eval_loss": state["eval"]["eval_loss"] if state.get("final_eval") and state["eval"] else None,
+        # data.tasks' columns of the final eval (task_acc/<task>, task_acc_se/<task>, task_bpb/<task>)
+        "final_task_metrics": {k: v for k, v in ev.items() if k.startswith("task_")} if ev else {},
         "params_total": m.params_total,
         "params_active": m.params_active,
         "params_non_embedding": m.params_non_embedding,

@@ -32,7 +32,7 @@ def _one(job: TrainRun) -> dict:
     # Token shards are mapped where they are (a remote one is cached once per node), never copied whole.
     with open_output(job.out_dir) as out:
         return train(job.rung, job.data, out, callbacks=job.callbacks(str(out.local)), progress=job.progress,
-                     should_stop=job.should_stop, shard_dirs=dict(job.shard_dirs))
+                     should_stop=job.should_stop, shard_dirs=dict(job.shard_dirs), tokenizer_file=job.tokenizer_file)
 
 
 def _gang(job: TrainRun) -> dict:
