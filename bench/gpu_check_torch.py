@@ -44,7 +44,7 @@ def check(size: str) -> dict:
         out = Path(tmp)
         (out / "run.json").write_text(json.dumps(run_input(rung, data, out, role="rung", ladder="gpu_check", resume=False)))
         proc = subprocess.run([sys.executable, str(SCRIPT), "--config", str(out / "run.json")], capture_output=True,
-                              text=True, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "4")})
+                              text=True, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
         if proc.returncode:
             raise RuntimeError(f"examples/torch_gpt exited {proc.returncode}: {proc.stderr[-2000:]}")
         rows = list(iter_jsonl(out / "metrics.jsonl"))

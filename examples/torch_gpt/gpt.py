@@ -156,4 +156,4 @@ def update_router_bias(model: GPT, rate: float) -> None:
     averaged over its processes first, so every process moves its bias alike)."""
     for moe in model.moes():
         if moe.use_bias:
-            moe.bias += rate * torch.sign(moe.loads.mean() - moe.loads)
+            moe.bias += rate * torch.sign(moe.loads.mean() - moe.loads).to(moe.bias.device)

@@ -157,16 +157,16 @@ def train(run: dict, gang, stop: Stop) -> int:
                            tokens_per_s=(done - state["log_step"]) * tokens_per_step / max(now - state["log_t"], 1e-9),
                            wall_s=wall(), **extra)
             state.update(loss_sum=0.0, loss_n=0, log_t=now, log_step=done)
-        if shared[1] > 0:  # a SIGTERM reached some process: all stop at this step, the first checkpoints it
-            save(done)
-            writer.close()
-            stop.reraise()
-            return 143
         if done in eval_steps or done == total:
             if gang.main:
                 row = eval_row(int(ev["tokens_per_domain"]))
                 writer.eval(done, row.pop("eval_loss"), **row)
             gang.barrier()
+        if shared[1] > 0:  # a SIGTERM reached some process: all stop after this step (its eval done), the first saves it
+            save(done)
+            writer.close()
+            stop.reraise()
+            return 143
         if done in ckpt_steps or done == total:
             save(done)
     final_missing = not (Path(run["out_dir"]) / "final_eval.json").exists()
