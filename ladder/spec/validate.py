@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from fits.laws.registry import single_curve_laws
 
 from .model import (
     BACKTEST_RULES,
     BALANCING,
-    BUILTIN_SOURCES,
     COMPUTE_DTYPES,
     COOLDOWN_SHAPES,
     PARALLEL_MODES,
@@ -23,47 +21,18 @@ from .model import (
     Rule,
     SpecError,
 )
-from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
+from .runs import FINAL_LAW_MIN_RUNGS, LadderSpec, RungSpec
+from .validate_checks import check_choice, check_type, number_in, positive_int
+from .validate_data import _validate_data
 from .validate_scale import resources_scale as _resources_scale
 from .validate_switch import switch_problems
-from .validate_tasks import validate_tasks
 from .validate_trainer import validate_run_trainer, validate_trainer
 
 
-def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
-    if isinstance(value, bool) and bool not in types:
-        problems.append(f"{path}: expected {what}, got {value!r}")
-        return False
-    if not isinstance(value, types):
-        problems.append(f"{path}: expected {what}, got {value!r}")
-        return False
-    return True
-
-
-def _positive_int(problems: list[str], path: str, value: Any) -> None:
-    if _check_type(problems, path, value, (int,), "a positive integer") and value <= 0:
-        problems.append(f"{path}: must be a positive integer, got {value}")
-
-
-def _number_in(problems: list[str], path: str, value: Any, lo: float, hi: float, *, lo_open=False) -> None:
-    if not _check_type(problems, path, value, (int, float), "a number"):
-        return
-    if not math.isfinite(value):
-        problems.append(f"{path}: must be finite, got {value}")
-    elif value < lo or value > hi or (lo_open and value == lo):
-        bracket = "(" if lo_open else "["
-        problems.append(f"{path}: {value} is outside {bracket}{lo}, {hi}]")
-
-
-def _choice(problems: list[str], path: str, value: Any, choices: Sequence[str]) -> None:
-    if value not in choices:
-        problems.append(f"{path}: {value!r} is not one of {', '.join(choices)}")
-
-
 def _validate_rule(problems: list[str], path: str, rule: Rule) -> None:
-    _choice(problems, f"{path}.kind", rule.kind, RULE_KINDS)
-    _number_in(problems, f"{path}.coef", rule.coef, 0, math.inf, lo_open=True)
-    _number_in(problems, f"{path}.exponent", rule.exponent, -5, 5)
+    check_choice(problems, f"{path}.kind", rule.kind, RULE_KINDS)
+    number_in(problems, f"{path}.coef", rule.coef, 0, math.inf, lo_open=True)
+    number_in(problems, f"{path}.exponent", rule.exponent, -5, 5)
 
 
 def _validate_model(problems: list[str], path: str, m: ModelSpec) -> None:
@@ -71,23 +40,23 @@ def _validate_model(problems: list[str], path: str, m: ModelSpec) -> None:
         problems.append(f"{path}: expected a ModelSpec, got {type(m).__name__}")
         return
     for name in ("d_model", "n_layers", "n_heads", "vocab"):
-        _positive_int(problems, f"{path}.{name}", getattr(m, name))
+        positive_int(problems, f"{path}.{name}", getattr(m, name))
     if isinstance(m.d_model, int) and isinstance(m.n_heads, int) and m.n_heads > 0 and m.d_model % m.n_heads:
         problems.append(f"{path}.n_heads: d_model {m.d_model} is not divisible by n_heads {m.n_heads}")
     elif isinstance(m.d_model, int) and isinstance(m.n_heads, int) and m.n_heads > 0 and m.head_dim % 2:
         problems.append(f"{path}.n_heads: head dimension {m.head_dim} must be even for RoPE")
-    if _check_type(problems, f"{path}.d_ff", m.d_ff, (int,), "a non-negative integer") and m.d_ff < 0:
+    if check_type(problems, f"{path}.d_ff", m.d_ff, (int,), "a non-negative integer") and m.d_ff < 0:
         problems.append(f"{path}.d_ff: must be >= 0, got {m.d_ff}")
     for name in ("n_kv_heads", "expert_latent", "shared_d_ff"):
         value = getattr(m, name)
-        if _check_type(problems, f"{path}.{name}", value, (int,), "a non-negative integer") and value < 0:
+        if check_type(problems, f"{path}.{name}", value, (int,), "a non-negative integer") and value < 0:
             problems.append(f"{path}.{name}: must be >= 0, got {value}")
     if isinstance(m.n_kv_heads, int) and m.n_kv_heads > 0 and isinstance(m.n_heads, int) and m.n_heads % m.n_kv_heads:
         problems.append(f"{path}.n_kv_heads: n_heads {m.n_heads} is not a multiple of n_kv_heads {m.n_kv_heads}")
-    _number_in(problems, f"{path}.z_loss", m.z_loss, 0, 1)
-    _choice(problems, f"{path}.balancing", m.balancing, BALANCING)
-    _choice(problems, f"{path}.compute_dtype", m.compute_dtype, COMPUTE_DTYPES)
-    if not _check_type(problems, f"{path}.n_experts", m.n_experts, (int,), "a non-negative integer"):
+    number_in(problems, f"{path}.z_loss", m.z_loss, 0, 1)
+    check_choice(problems, f"{path}.balancing", m.balancing, BALANCING)
+    check_choice(problems, f"{path}.compute_dtype", m.compute_dtype, COMPUTE_DTYPES)
+    if not check_type(problems, f"{path}.n_experts", m.n_experts, (int,), "a non-negative integer"):
         return
     if m.n_experts < 0:
         problems.append(f"{path}.n_experts: must be >= 0, got {m.n_experts}")
@@ -96,15 +65,15 @@ def _validate_model(problems: list[str], path: str, m: ModelSpec) -> None:
         if m.top_k or m.n_shared or m.expert_d_ff:
             problems.append(f"{path}.n_experts: 0 (dense) but top_k/n_shared/expert_d_ff are set; set n_experts")
         return
-    _positive_int(problems, f"{path}.top_k", m.top_k)
-    _positive_int(problems, f"{path}.expert_d_ff", m.expert_d_ff)
+    positive_int(problems, f"{path}.top_k", m.top_k)
+    positive_int(problems, f"{path}.expert_d_ff", m.expert_d_ff)
     if isinstance(m.top_k, int) and m.top_k > m.n_experts:
         problems.append(f"{path}.top_k: {m.top_k} exceeds n_experts {m.n_experts}")
-    if _check_type(problems, f"{path}.n_shared", m.n_shared, (int,), "a non-negative integer") and m.n_shared < 0:
+    if check_type(problems, f"{path}.n_shared", m.n_shared, (int,), "a non-negative integer") and m.n_shared < 0:
         problems.append(f"{path}.n_shared: must be >= 0, got {m.n_shared}")
-    _number_in(problems, f"{path}.capacity_factor", m.capacity_factor, 1.0, 64.0)
-    _number_in(problems, f"{path}.bias_update_rate", m.bias_update_rate, 0, 1)
-    _number_in(problems, f"{path}.aux_loss_coef", m.aux_loss_coef, 0, 10)
+    number_in(problems, f"{path}.capacity_factor", m.capacity_factor, 1.0, 64.0)
+    number_in(problems, f"{path}.bias_update_rate", m.bias_update_rate, 0, 1)
+    number_in(problems, f"{path}.aux_loss_coef", m.aux_loss_coef, 0, 10)
 
 
 def _validate_changes(problems: list[str], path: str, r: RungSpec) -> None:
@@ -130,56 +99,56 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
     if not isinstance(r.name, str) or not r.name or not r.name.replace("_", "").replace("-", "").isalnum():
         problems.append(f"{path}.name: {r.name!r} must be a non-empty name of letters, digits, '_' or '-'")
     _validate_model(problems, f"{path}.model", r.model)
-    _positive_int(problems, f"{path}.tokens", r.tokens)
-    _positive_int(problems, f"{path}.seq_len", r.seq_len)
+    positive_int(problems, f"{path}.tokens", r.tokens)
+    positive_int(problems, f"{path}.seq_len", r.seq_len)
     _validate_changes(problems, path, r)
     if isinstance(r.batch_size, Rule):
         _validate_rule(problems, f"{path}.batch_size", r.batch_size)
     else:
-        _positive_int(problems, f"{path}.batch_size", r.batch_size)
+        positive_int(problems, f"{path}.batch_size", r.batch_size)
     o = r.optim
     if isinstance(o.lr, Rule):
         _validate_rule(problems, f"{path}.optim.lr", o.lr)
     else:
-        _number_in(problems, f"{path}.optim.lr", o.lr, 0, 1e6, lo_open=True)
-    _number_in(problems, f"{path}.optim.b1", o.b1, 0, 1)
-    _number_in(problems, f"{path}.optim.b2", o.b2, 0, 1)
-    _number_in(problems, f"{path}.optim.eps", o.eps, 0, 1, lo_open=True)
-    _number_in(problems, f"{path}.optim.weight_decay", o.weight_decay, 0, 10)
-    _number_in(problems, f"{path}.optim.grad_clip", o.grad_clip, 0, 1e6)
+        number_in(problems, f"{path}.optim.lr", o.lr, 0, 1e6, lo_open=True)
+    number_in(problems, f"{path}.optim.b1", o.b1, 0, 1)
+    number_in(problems, f"{path}.optim.b2", o.b2, 0, 1)
+    number_in(problems, f"{path}.optim.eps", o.eps, 0, 1, lo_open=True)
+    number_in(problems, f"{path}.optim.weight_decay", o.weight_decay, 0, 10)
+    number_in(problems, f"{path}.optim.grad_clip", o.grad_clip, 0, 1e6)
     s = r.schedule
-    _choice(problems, f"{path}.schedule.kind", s.kind, SCHEDULES)
-    _choice(problems, f"{path}.schedule.cooldown_shape", s.cooldown_shape, COOLDOWN_SHAPES)
-    _number_in(problems, f"{path}.schedule.warmup_frac", s.warmup_frac, 0, 1)
-    _number_in(problems, f"{path}.schedule.decay_frac", s.decay_frac, 0, 1)
-    _number_in(problems, f"{path}.schedule.final_lr_frac", s.final_lr_frac, 0, 1)
+    check_choice(problems, f"{path}.schedule.kind", s.kind, SCHEDULES)
+    check_choice(problems, f"{path}.schedule.cooldown_shape", s.cooldown_shape, COOLDOWN_SHAPES)
+    number_in(problems, f"{path}.schedule.warmup_frac", s.warmup_frac, 0, 1)
+    number_in(problems, f"{path}.schedule.decay_frac", s.decay_frac, 0, 1)
+    number_in(problems, f"{path}.schedule.final_lr_frac", s.final_lr_frac, 0, 1)
     if isinstance(s.warmup_frac, float | int) and isinstance(s.decay_frac, float | int):
         if s.warmup_frac + (s.decay_frac if s.kind == "wsd" else 0) > 1:
             problems.append(f"{path}.schedule: warmup_frac + decay_frac exceed 1")
     for i, frac in enumerate(s.branch_fracs):
-        _number_in(problems, f"{path}.schedule.branch_fracs[{i}]", frac, 0, 1, lo_open=True)
+        number_in(problems, f"{path}.schedule.branch_fracs[{i}]", frac, 0, 1, lo_open=True)
     if s.branch_fracs and s.kind != "wsd":
         problems.append(f"{path}.schedule.branch_fracs: cooldown branches need kind 'wsd', got {s.kind!r}")
     if s.warmup_steps is not None:
-        _positive_int(problems, f"{path}.schedule.warmup_steps", s.warmup_steps)
+        positive_int(problems, f"{path}.schedule.warmup_steps", s.warmup_steps)
     if r.seed is not None:
-        _check_type(problems, f"{path}.seed", r.seed, (int,), "an integer")
+        check_type(problems, f"{path}.seed", r.seed, (int,), "an integer")
     if not isinstance(r.replica, int) or isinstance(r.replica, bool) or r.replica < 0:
         problems.append(f"{path}.replica: {r.replica!r} must be an integer >= 0 (0: the first run of this size)")
     for name in ("eval_every", "checkpoint_every"):
         v = getattr(r, name)
-        if _check_type(problems, f"{path}.{name}", v, (int,), "a non-negative integer") and v < 0:
+        if check_type(problems, f"{path}.{name}", v, (int,), "a non-negative integer") and v < 0:
             problems.append(f"{path}.{name}: must be >= 0, got {v}")
-    _positive_int(problems, f"{path}.log_every", r.log_every)
-    _positive_int(problems, f"{path}.n_evals", r.n_evals)
-    _positive_int(problems, f"{path}.n_checkpoints", r.n_checkpoints)
+    positive_int(problems, f"{path}.log_every", r.log_every)
+    positive_int(problems, f"{path}.n_evals", r.n_evals)
+    positive_int(problems, f"{path}.n_checkpoints", r.n_checkpoints)
     res = r.resources
-    _number_in(problems, f"{path}.resources.cpus", res.cpus, 0, 4096)
-    _number_in(problems, f"{path}.resources.gpus", res.gpus, 0, 4096)
+    number_in(problems, f"{path}.resources.cpus", res.cpus, 0, 4096)
+    number_in(problems, f"{path}.resources.gpus", res.gpus, 0, 4096)
     for key, value in dict(res.custom).items():
-        _number_in(problems, f"{path}.resources.custom[{key}]", value, 0, 1e9)
-    _choice(problems, f"{path}.resources.parallel", res.parallel, PARALLEL_MODES)
-    if _check_type(problems, f"{path}.resources.devices", res.devices, (int,), "a non-negative integer"):
+        number_in(problems, f"{path}.resources.custom[{key}]", value, 0, 1e9)
+    check_choice(problems, f"{path}.resources.parallel", res.parallel, PARALLEL_MODES)
+    if check_type(problems, f"{path}.resources.devices", res.devices, (int,), "a non-negative integer"):
         if res.devices < 0:
             problems.append(f"{path}.resources.devices: must be >= 0 (0: every device the batch divides over), "
                             f"got {res.devices}")
@@ -188,7 +157,7 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
                 f"{path}.resources.devices: batch_size {r.batch_size} does not split over {res.devices} devices; "
                 f"make batch_size a multiple of {res.devices} or set devices to a divisor of {r.batch_size}"
             )
-    if _check_type(problems, f"{path}.resources.cpu_devices", res.cpu_devices, (int,), "a non-negative integer"):
+    if check_type(problems, f"{path}.resources.cpu_devices", res.cpu_devices, (int,), "a non-negative integer"):
         if not 0 <= res.cpu_devices <= 256:
             problems.append(f"{path}.resources.cpu_devices: must be in [0, 256] (0: one per CPU), "
                             f"got {res.cpu_devices}")
@@ -198,62 +167,6 @@ def _validate_rung(problems: list[str], path: str, r: RungSpec) -> None:
             problems.append(
                 f"{path}.tokens: {r.tokens} is less than one batch ({r.batch_size} x {r.seq_len} tokens)"
             )
-
-
-def _check_sources(problems: list[str], path: str, d: DataSpec, base_dir: Path) -> None:
-    """Each file or URL source lists and yields a first document (an unreadable URL, a JSONL line without
-    'text', a parquet file without a 'text' column), before a step starts and writes anything."""
-    from ladder.trainers.builtin.sources import SourceError, can_read, check
-
-    for i, dom in enumerate(d.domains):
-        if dom.source.startswith("builtin:"):
-            continue
-        source = dom.source
-        if "://" not in source and not Path(source).expanduser().exists():
-            continue  # reported above (it does not exist), or relative to the experiment only
-        if not can_read(source):
-            # no fsspec package for its scheme here (gcsfs for a gs:// corpus): a spec planned on a laptop
-            # and trained on the cluster that has it; its tokenize step says so if it runs here
-            continue
-        try:
-            check(source)
-        except SourceError as exc:
-            problems.append(f"{path}.domains[{i}].source: {exc}")
-
-
-def _validate_data(problems: list[str], path: str, d: DataSpec, base_dir: Path | None) -> None:
-    if not d.domains:
-        problems.append(f"{path}.domains: at least one domain is required")
-    names = set()
-    for i, dom in enumerate(d.domains):
-        p = f"{path}.domains[{i}]"
-        if dom.name in names:
-            problems.append(f"{p}.name: duplicate domain name {dom.name!r}")
-        names.add(dom.name)
-        _number_in(problems, f"{p}.weight", dom.weight, 0, 1e6, lo_open=True)
-        if dom.source.startswith("builtin:"):
-            _choice(problems, f"{p}.source", dom.source, BUILTIN_SOURCES)
-        elif "://" not in dom.source:
-            src = Path(dom.source)
-            if not src.is_absolute() and base_dir is not None:
-                src = base_dir / src
-            if not src.exists():
-                problems.append(f"{p}.source: {dom.source} does not exist; give a file, folder or builtin:*")
-    from .vocab import tokenizer_problem
-
-    problem = tokenizer_problem(d.tokenizer, base_dir)
-    if problem:
-        problems.append(problem)
-    elif base_dir is not None:
-        _check_sources(problems, path, d, base_dir)
-    _number_in(problems, f"{path}.heldout_frac", d.heldout_frac, 0, 0.5, lo_open=True)
-    _positive_int(problems, f"{path}.eval_tokens", d.eval_tokens)
-    _choice(problems, f"{path}.eval_sample", d.eval_sample, ("spread", "head"))
-    if (_check_type(problems, f"{path}.final_eval_tokens", d.final_eval_tokens, (int,), "a non-negative integer")
-            and d.final_eval_tokens < 0):
-        problems.append(f"{path}.final_eval_tokens: must be >= 0 (0: eval_tokens), got {d.final_eval_tokens}")
-    _check_type(problems, f"{path}.eval_dropless", d.eval_dropless, (bool,), "True or False")
-    validate_tasks(problems, path, d, base_dir)
 
 
 def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
@@ -282,7 +195,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         seen.add(name)
     for i, target in enumerate(spec.targets):
         _validate_model(problems, f"targets[{i}].model", target.model)
-        _positive_int(problems, f"targets[{i}].tokens", target.tokens)
+        positive_int(problems, f"targets[{i}].tokens", target.tokens)
     _validate_data(problems, "data", spec.data, base_dir)
     validate_trainer(problems, "trainer", spec.trainer)
     for i, run in enumerate(spec.all_runs()):
@@ -290,12 +203,12 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         validate_trainer(problems, f"{where}.trainer", getattr(run, "trainer", None))
         validate_run_trainer(problems, where, spec.trainer_of(run) if isinstance(run, RungSpec) else None, run)
     problems.extend(switch_problems(spec))
-    _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
+    check_choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
-    _choice(problems, "fit.curve_law", spec.fit.curve_law, (*single_curve_laws(), "none"))
-    _choice(problems, "fit.curve_fit", spec.fit.curve_fit, ("auto", "none"))
-    _choice(problems, "fit.baseline", spec.fit.baseline, ("none", "marin"))
+    check_choice(problems, "fit.curve_law", spec.fit.curve_law, (*single_curve_laws(), "none"))
+    check_choice(problems, "fit.curve_fit", spec.fit.curve_fit, ("auto", "none"))
+    check_choice(problems, "fit.baseline", spec.fit.baseline, ("none", "marin"))
     for i, task in enumerate(spec.fit.forecast_tasks):
         if not isinstance(task, str) or not task or "/" in task:
             problems.append(f"fit.forecast_tasks[{i}]: {task!r} is not a task name (as in task_acc/<task>)")
@@ -316,30 +229,30 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         problems.append("fit.loss_metric: 'train_loss' is not supported (the laws fit each run's final eval "
                         "loss on the held-out split); remove the field or set it to 'eval_loss'")
     else:
-        _choice(problems, "fit.loss_metric", spec.fit.loss_metric, ("eval_loss",))
+        check_choice(problems, "fit.loss_metric", spec.fit.loss_metric, ("eval_loss",))
     if spec.fit.backtest_holdout != 1:
         # Refused rather than ignored: the backtest is set by the hero's extrapolation ratio, not a count.
         problems.append(f"fit.backtest_holdout: {spec.fit.backtest_holdout!r} is not supported (the backtest always "
                         "predicts the largest rung size from the sizes at least the hero's extrapolation ratio "
                         "below it); remove the field or set it to 1")
-    if _check_type(problems, "fit.bootstrap", spec.fit.bootstrap, (int,), "a non-negative integer"):
+    if check_type(problems, "fit.bootstrap", spec.fit.bootstrap, (int,), "a non-negative integer"):
         if spec.fit.bootstrap < 0:
             problems.append(f"fit.bootstrap: must be >= 0, got {spec.fit.bootstrap}")
-    _number_in(problems, "fit.level", spec.fit.level, 0, 1, lo_open=True)
+    number_in(problems, "fit.level", spec.fit.level, 0, 1, lo_open=True)
     min_rungs = FINAL_LAW_MIN_RUNGS.get(spec.fit.law, 0)
     if len(spec.rungs) < min_rungs and spec.hero is not None:
         problems.append(f"rungs: the {spec.fit.law} law needs at least {min_rungs} rungs, got {len(spec.rungs)}")
-    _number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)
-    _number_in(problems, "gate.max_interval_width", spec.gate.max_interval_width, 0, 100, lo_open=True)
-    _choice(problems, "gate.backtest_rule", spec.gate.backtest_rule, BACKTEST_RULES)
-    _number_in(problems, "gate.replica_outlier_level", spec.gate.replica_outlier_level, 0, 1)
+    number_in(problems, "gate.max_backtest_error", spec.gate.max_backtest_error, 0, 10, lo_open=True)
+    number_in(problems, "gate.max_interval_width", spec.gate.max_interval_width, 0, 100, lo_open=True)
+    check_choice(problems, "gate.backtest_rule", spec.gate.backtest_rule, BACKTEST_RULES)
+    number_in(problems, "gate.replica_outlier_level", spec.gate.replica_outlier_level, 0, 1)
     _validate_isoflop(problems, spec)
-    _choice(problems, "wandb.mode", spec.wandb.mode, WANDB_MODES)
+    check_choice(problems, "wandb.mode", spec.wandb.mode, WANDB_MODES)
     if not (isinstance(spec.wandb.tags, tuple | list) and all(isinstance(t, str) and t for t in spec.wandb.tags)):
         problems.append(f"wandb.tags: {spec.wandb.tags!r} must be a tuple of non-empty strings, e.g. ('marin', 'moe')")
-    _check_type(problems, "wandb.notes", spec.wandb.notes, (str,), "a string")
-    _check_type(problems, "seed", spec.seed, (int,), "an integer")
-    _check_type(problems, "root", spec.root, (str,), "a path or URL")
+    check_type(problems, "wandb.notes", spec.wandb.notes, (str,), "a string")
+    check_type(problems, "seed", spec.seed, (int,), "an integer")
+    check_type(problems, "root", spec.root, (str,), "a path or URL")
     if problems:
         raise SpecError(problems)
 
@@ -352,7 +265,7 @@ def _validate_isoflop(problems: list[str], spec: LadderSpec) -> None:
                  if isinstance(r, RungSpec)]
     orphans = []
     for where, run in by_budget:
-        if _check_type(problems, f"{where}.budget", run.budget, (int, float), "a number of FLOPs (0: sized by hand)"):
+        if check_type(problems, f"{where}.budget", run.budget, (int, float), "a number of FLOPs (0: sized by hand)"):
             if not math.isfinite(run.budget) or run.budget < 0:
                 problems.append(f"{where}.budget: {run.budget} must be a finite number of FLOPs >= 0")
             elif run.budget > 0 and spec.isoflop is None:
@@ -384,9 +297,9 @@ def _validate_isoflop(problems: list[str], spec: LadderSpec) -> None:
         problems.append(f"isoflop.template: expected a RungSpec, got {type(iso.template).__name__}")
     else:
         _validate_rung(problems, "isoflop.template", iso.template)
-    if _check_type(problems, "isoflop.bootstrap", iso.bootstrap, (int,), "a non-negative integer") and iso.bootstrap < 0:
+    if check_type(problems, "isoflop.bootstrap", iso.bootstrap, (int,), "a non-negative integer") and iso.bootstrap < 0:
         problems.append(f"isoflop.bootstrap: must be >= 0, got {iso.bootstrap}")
-    if _check_type(problems, "isoflop.min_runs", iso.min_runs, (int,), "an integer >= 3") and iso.min_runs < 3:
+    if check_type(problems, "isoflop.min_runs", iso.min_runs, (int,), "an integer >= 3") and iso.min_runs < 3:
         problems.append(f"isoflop.min_runs: {iso.min_runs} is too few for a parabola (3 coefficients); give >= 3")
     if not isinstance(iso.budgets, tuple | list) or len(iso.budgets) < 2:
         problems.append(f"isoflop.budgets: {len(iso.budgets) if isinstance(iso.budgets, tuple | list) else 0} "
@@ -396,7 +309,7 @@ def _validate_isoflop(problems: list[str], spec: LadderSpec) -> None:
     min_runs = iso.min_runs if isinstance(iso.min_runs, int) else 3
     for i, b in enumerate(iso.budgets):
         p = f"isoflop.budgets[{i}]"
-        _number_in(problems, f"{p}.flops", b.flops, 0, 1e35, lo_open=True)
+        number_in(problems, f"{p}.flops", b.flops, 0, 1e35, lo_open=True)
         if b.sizes and b.guess:
             problems.append(f"{p}: give sizes or guess (with span), not both")
             continue
