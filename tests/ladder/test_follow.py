@@ -5,7 +5,6 @@ dashboard's data; alerts end to end through --on-alert on a file appended to whi
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from patience import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
@@ -163,16 +163,6 @@ def test_an_imported_hero_reports_the_snapshots_and_bands_of_a_followed_one(prio
             np.testing.assert_allclose(got[col], want[col], rtol=1e-6, err_msg=col)
 
 
-def _wait(pred, limit: float, what: str):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < limit:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {limit:.0f}s waiting for {what}")
-
-
 def _state(root: Path) -> dict:
     path = follow_dir(root) / "state.json"
     try:
@@ -197,7 +187,7 @@ def test_alerts_fire_once_per_excursion_through_on_alert(prior_root, tmp_path):
                             cwd=REPO, env={**os.environ, "RAY_AUTH_MODE": "disabled"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        _wait(lambda: _state(root).get("polls", 0) >= 1, 600, "the first poll")
+        wait_for(lambda: _state(root).get("polls", 0) >= 1, "the first poll", bound=600)
         limit = 40 * (time.monotonic() - t0) + 30  # a generous multiple of the first poll (which also fits the rungs)
 
         def latest_curve() -> pd.DataFrame:
@@ -207,7 +197,7 @@ def test_alerts_fire_once_per_excursion_through_on_alert(prior_root, tmp_path):
         def append(step: int, loss: float) -> None:
             write_rows(feed, pd.DataFrame([{"step": step, "tokens": step * BATCH_TOKENS, "metric": DROPLESS,
                                             "loss": loss}]), header=False)
-            _wait(lambda: _state(root).get("last_step") == step, limit, f"step {step} to be read")
+            wait_for(lambda: _state(root).get("last_step") == step, f"step {step} to be read", bound=limit)
 
         def centre(step: int) -> float:
             c = latest_curve()
@@ -225,7 +215,7 @@ def test_alerts_fire_once_per_excursion_through_on_alert(prior_root, tmp_path):
         append(s[3], outside(s[3], "below"))  # excursion 2
         append(s[4], outside(s[4], "above"))  # excursion 3: straight to the other side
         polls = _state(root)["polls"]
-        _wait(lambda: any(e["kind"] == "stalled" for e in _state(root).get("events", [])), limit, "the stall alert")
+        wait_for(lambda: any(e["kind"] == "stalled" for e in _state(root).get("events", [])), "the stall alert", bound=limit)
         assert _state(root)["polls"] >= polls + 3
         # the run's last step ends follow by itself
         final = HERO_STEPS - 1
@@ -285,56 +275,6 @@ def test_bad_input_one_line_exit_2_nothing_written(prior_root, tmp_path):
     bare = tmp_path / "bare"
     proc = run_cli("follow", MARIN, "--from-csv", str(feed), "--root", str(bare))
     assert proc.returncode == 2 and "ladder submit" in proc.stderr and not (bare / "marin_moe_535b" / "follow").exists()
-
-
-def test_stitch_and_alert_rules():
-    from ladder.analysis import follow_alerts
-    from ladder.analysis.follow_bands import horizon_profile, profile_sigma
-    from ladder.analysis.follow_source import Source, stitch
-
-    a = pd.DataFrame({"step": [1, 2, 3, 4], "tokens": [1, 2, 3, 4], "loss": [4.0, 3.0, 2.9, 2.8]})
-    b = pd.DataFrame({"step": [3, 5], "tokens": [3, 5], "loss": [2.5, 2.4]})
-    assert stitch([a, b])["loss"].tolist() == [4.0, 3.0, 2.5, 2.4]
-    assert Source("wandb", "e/p/r1,r2").runs == ["e/p/r1", "e/p/r2"]
-    curve = pd.DataFrame({"step": [0, 10], "loss": [2.0, 2.0], "lower": [1.9, 1.9], "upper": [2.1, 2.1]})
-    state: dict = {}
-    pts = pd.DataFrame({"step": [1, 2, 3, 4, 5, 6], "tokens": [0] * 6, "loss": [2.2, 2.3, 2.0, 1.8, 1.7, 2.2]})
-    ev = follow_alerts.score_points(pts, curve, state, None)
-    assert [(e["step"], e["side"]) for e in ev] == [(1, "above"), (4, "below"), (6, "above")]
-    assert [len(follow_alerts.stall(state, False, 3, 6)) for _ in range(5)] == [0, 0, 1, 0, 0]
-    assert follow_alerts.stall(state, True, 3, 7) == [] and state["stall_polls"] == 0
-    s1 = {"at_step": 1, "predicted_final": 2.0, "lower": 1.94, "upper": 2.06}
-    assert follow_alerts.forecast_move(s1, state, None) == []
-    assert follow_alerts.forecast_move({**s1, "predicted_final": 2.009}, state, None) == []  # < a third of 3%
-    moved = follow_alerts.forecast_move({**s1, "predicted_final": 2.03}, state, None)
-    assert len(moved) == 1 and moved[0]["relative_move"] == pytest.approx(0.015)
-    prof = horizon_profile(np.array([0.04, 0.04, 0.04, 0.3, 0.3, 0.3]), np.array([0.02, 0.02, 0.02, 0.01, 0.01, 0.01]))
-    sig = profile_sigma(prof, np.array([0.01, 0.3, 0.35, 0.7]))
-    assert sig[0] == pytest.approx(0.02) and sig[1] == pytest.approx(0.02)  # never narrower further ahead
-    assert sig[3] == pytest.approx(0.02 * 0.7 / 0.35)  # past the last bin: in proportion to the horizon
-    assert math.isfinite(sig.sum())
-
-
-def test_metric_envelope_and_spike_alerts_once_and_across_restarts():
-    from ladder.analysis.follow_metrics import envelope_events, metric_rows, spike_events
-
-    env = pd.DataFrame({"frac_lo": [0.0, 0.5], "frac_hi": [0.5, 1.0], "centre": [1.0, 0.8], "lower": [0.5, 0.4],
-                        "upper": [2.0, 1.6], "rungs": [4, 4]})
-    grad = [1.0] * 30 + [3.0, 3.0, 1.0, 0.3, 1.0] + [1.0] * 10
-    records = [{"_step": 10 * (i + 1), "grad_norm": g, "train/loss": 3.0 - 0.01 * i} for i, g in enumerate(grad)]
-    rows = metric_rows(records, 500)
-    assert list(rows.columns[:3]) == ["step", "frac", "grad_norm"] and "loss" in rows
-    state: dict = {}
-    first, second = rows.iloc[:20], rows.iloc[20:]
-    ev = envelope_events(first, {"grad_norm": env}, state) + envelope_events(second, {"grad_norm": env}, state)
-    assert [(e["step"], e["side"]) for e in ev] == [(310, "above"), (340, "below")]  # two excursions, one alert each
-    spikes = spike_events(first, state)
-    json.dumps(state)  # the detector's history is carried in the (JSON) follow state
-    spikes += spike_events(second, state)
-    assert [(e["metric"], e["step"]) for e in spikes] == [("grad_norm", 310)]  # the second 3.0 is in the history now
-    # a long eval export has no training metrics: its `loss` is the eval metric
-    assert metric_rows([{"step": 1, "metric": "eval/x", "loss": 2.0}], 100).empty
-
 
 
 def test_follow_a_hero_trained_here(ladder_smoke_root, tmp_path):
