@@ -3,7 +3,6 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-BENCH_STAMP := $(VENV)/.installed-bench
 # Two test processes (pytest-xdist, one file at a time each): alone, the suite keeps little more than
 # one core busy (fault tests wait on leases and kills, small JAX programs run on one thread).
 TEST_WORKERS ?= 2
@@ -18,12 +17,21 @@ install: $(STAMP)
 # Bytecode is compiled at install, as pip does and uv does not by default: where PYTHONDONTWRITEBYTECODE
 # is set (CI images), nothing else ever writes it, and every process (each CLI call, each Ray worker)
 # would compile jax, ray and scipy from source again.
+# Then the torch extra (examples/torch_gpt, experiments/smoke_torch.py and their tests, bench_train's
+# PyTorch column), a CPU build: from PyTorch's CPU index through uv's --torch-backend (PyPI's Linux wheel
+# brings GBs of CUDA libraries nothing here loads). Where that index cannot be reached (a machine that
+# reaches PyPI only), pip takes a torch wheel from its own find-links when it has one (a local CPU
+# build), then torch's own dependencies from its index.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip uv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q --native-tls --compile-bytecode -e '.[train,dev]' \
 	  || $(BIN)/pip install -q -e '.[train,dev]'
-	$(BIN)/python -m compileall -q -j 0 ladder fits bench experiments
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q --native-tls --compile-bytecode --torch-backend cpu -e '.[torch]' \
+	  || { $(BIN)/pip install -q --no-index --no-deps 'torch>=2.5' \
+	         || echo "no torch wheel in pip's find-links: pip takes its index's"; \
+	       $(BIN)/pip install -q -e '.[torch]'; }
+	$(BIN)/python -m compileall -q -j 0 ladder fits bench experiments examples
 	@touch $(STAMP)
 
 # The dashboard's browser tests drive Debian's chromium; install it once when missing.
@@ -43,24 +51,11 @@ demo: install
 test: install browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests --durations=30
 
-# The bench extra (torch, for bench_train's PyTorch-eager column), installed by `make bench` only: a CPU
-# build, from PyTorch's CPU index through uv's --torch-backend (PyPI's Linux wheel brings GBs of CUDA
-# libraries a CPU bench never loads). Where that index cannot be reached (a machine that reaches PyPI
-# only), pip takes a torch wheel from its own find-links when it has one (a local CPU build), then the
-# rest of the extra from its index.
-$(BENCH_STAMP): $(STAMP)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q --native-tls --compile-bytecode --torch-backend cpu \
-	  -e '.[train,dev,bench]' \
-	  || { $(BIN)/pip install -q --no-index --no-deps 'torch>=2.5' \
-	         || echo "no torch wheel in pip's find-links: pip takes its index's"; \
-	       $(BIN)/pip install -q -e '.[train,dev,bench]'; }
-	@touch $@
-
-bench: install $(BENCH_STAMP)
+bench: install
 	$(BIN)/python -m bench
 
 lint: install
-	$(BIN)/ruff check ladder fits tests bench experiments
+	$(BIN)/ruff check ladder fits tests bench experiments examples
 
 # The generated pages of docs/ (the spec reference, the environment variables); tests/core/test_docs.py
 # fails when they are stale.

@@ -106,7 +106,7 @@ def _first(port: int) -> float:
 def _rebuild(root: Path) -> dict[str, tuple[float, int]]:
     """Per view: median ms to rebuild it and encode it as JSON after a change (files already
     parsed, as in a server whose run appended rows), and the answer's size."""
-    from ladder.outputs.data import Root
+    from ladder.dashboard.data import Root
 
     r = Root(root)
     out = {}

@@ -1,6 +1,7 @@
 """Live bands of `ladder follow` on the 535B case, offline: each snapshot of the hero's visible points
-(5%, 10% ... 27.7% of its run) scored on the visible points after it, the earlier rule (report's
-snapshots, ladder.analysis.snapshots) beside the horizon rule (ladder.analysis.follow_forecast) and
+(5%, 10% ... 27.7% of its run) scored on the visible points after it, the earlier rule (an imported hero's
+snapshots before issue 55, kept here as _earlier_rule) beside the horizon rule (ladder.analysis.follow_forecast,
+now every hero's: followed, trained here or imported) and
 Marin's curve on the same points; and the horizon band on every rung snapshot, each (pair) scored with
 a profile measured on the other pairs only. Also the band's half-width over the points the issue's
 table scored (28-55% of the run, after the mix switch), which this repository does not hold. Then each of
@@ -54,6 +55,39 @@ def _score(curve: pd.DataFrame, later: pd.DataFrame, marin: pd.DataFrame) -> dic
             "marin": np.mean(np.abs(np.interp(f, marin["frac"], marin["loss"]) / y - 1))}
 
 
+def _hidden_half(curve: pd.DataFrame) -> float:
+    """A snapshot's mean band half-width over 28-55% of the run: the points after the mix switch, not held here."""
+    hidden = curve[(curve["frac"] >= 0.28) & (curve["frac"] <= 0.55)]
+    return float(np.mean((hidden["upper"] - hidden["lower"]) / 2 / hidden["loss"]))
+
+
+def _earlier_rule(fit_dir: str, pts: pd.DataFrame, prior: pd.DataFrame, level: float) -> dict[float, pd.DataFrame]:
+    """The rule an imported hero's report used before issue 55, by snapshot fraction (rounded to 0.001): at every
+    5% of the run with 2 points before it and at the last point, fits' snapshot with its band calibrated on the
+    rungs at that fraction only (fits.matched_progress_forecast.snapshot)."""
+    from scipy.stats import norm
+
+    from fits.matched_progress_choice import CANDIDATES, calibration_pairs
+    from fits.matched_progress_forecast import snapshot
+    from ladder.analysis.curve_laws import POINTS_CSV, axes
+    from ladder.outputs import layout
+
+    progress = layout.read_json(Path(fit_dir) / layout.FIT)["progress"]
+    points = pd.read_csv(Path(fit_dir) / POINTS_CSV)
+    axis = next(a for a in axes(points, progress["hero_totals"]) if a.name == progress["chosen"]["axis"])
+    sigma = np.log(prior["upper"].to_numpy(float) / prior["loss"].to_numpy(float)) / float(norm.ppf(0.5 + level / 2))
+    last = float(pts["frac"].max())
+    fracs = [round(float(g), 6) for g in np.arange(0.05, last + 1e-12, 0.05) if (pts["frac"] <= g + 1e-12).sum() >= 2]
+    fracs += [last] if not fracs or last - fracs[-1] > 1e-9 else []
+    out = {}
+    for at in fracs:
+        curve, _ = snapshot(axis, CANDIDATES[progress["chosen"]["candidate"]], pts[["frac", "loss"]], at,
+                            prior["frac"].to_numpy(float), level, sigma, float(progress["forecast"]["decades"]),
+                            pairs=calibration_pairs(axis.points))
+        out[round(at, 3)] = curve
+    return out
+
+
 def main(only_snapshots: bool = False) -> None:
     """The whole bench; only_snapshots: the 535B snapshot table alone (python -c "from bench.bench_follow
     import main; main(only_snapshots=True)"), a few minutes where the whole takes many."""
@@ -61,7 +95,6 @@ def main(only_snapshots: bool = False) -> None:
     from fits.matched_progress_choice import calibration_pairs
     from ladder.analysis import follow_forecast as ff
     from ladder.analysis.follow_bands import DECADE_POWER, rung_errors_profile, rung_horizon_errors, rungs_sigma
-    from ladder.analysis.snapshots import snapshots as old_snapshots
     from ladder.dag import queries
     from ladder.spec.load import load_spec
 
@@ -79,8 +112,7 @@ def main(only_snapshots: bool = False) -> None:
         pts = pts[pts["step"] > 0].assign(frac=lambda d: d["step"] / hero.steps).reset_index(drop=True)
         rungs = ff.rung_profile(ctx)
         prior = ctx.prior
-        old = {round(r["at_frac"], 3): r for r in old_snapshots(dirs["fit"], pts.assign(tokens=pts["step"] * hero.batch_tokens),
-                                                                prior, ctx.level, out_dir=tmp)}
+        old = _earlier_rule(dirs["fit"], pts, prior, ctx.level)
         print(f"535B hero, visible points (to 27.7%), {len(pts)} points; Marin's curve on the same points")
         print("snapshot | rule     | later n | mean |err| | inside 90% | mean half-width | min(half - |err|) (log) | Marin |err|"
               " | band / rung floor")
@@ -90,18 +122,16 @@ def main(only_snapshots: bool = False) -> None:
             curve, s = ff.snapshot(ctx, pts, at_step, earlier, rungs, tuple(hero.changes))
             earlier.append({"at_frac": s["at_frac"], "curve": curve})
             later = pts[pts["step"] > at_step]
-            hidden = curve[(curve["frac"] >= 0.28) & (curve["frac"] <= 0.55)]
-            hw_hidden = float(np.mean((hidden["upper"] - hidden["lower"]) / 2 / hidden["loss"]))
+            hw_hidden = _hidden_half(curve)
             if later.empty:
                 print(f"{s['at_frac']:.1%}   | horizon  | 0 | - | - | - | - | -   (half-width over 28-55%: {hw_hidden:.2%})")
                 continue
             new = _score(curve, later, marin)
-            o = old.get(round(at_step / hero.steps, 3)) or old.get(round(g, 3))
-            if o is not None:
-                ocurve = pd.read_csv(Path(tmp) / "snapshots" / f"{o['at_step']}.csv")
+            ocurve = old.get(round(at_step / hero.steps, 3), old.get(round(g, 3)))
+            if ocurve is not None:
                 r = _score(ocurve, later, marin)
                 print(f"{s['at_frac']:.1%}   | earlier  | {r['n']} | {r['mae']:.2%} | {r['inside']:.0%} | {r['half']:.2%} | "
-                      f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}")
+                      f"{r['half_minus_err']:+.4f} | {r['marin']:.2%}   (half-width over 28-55%: {_hidden_half(ocurve):.2%})")
             print(f"{s['at_frac']:.1%}   | horizon  | {new['n']} | {new['mae']:.2%} | {new['inside']:.0%} | {new['half']:.2%} | "
                   f"{new['half_minus_err']:+.4f} | {new['marin']:.2%} | {_floor_ratio(curve, later, s['at_frac'], rungs, ctx.decades):.2f}"
                   f"   (half-width over 28-55%: {hw_hidden:.2%}; centre: {s.get('centre_rule')}, rung errors "

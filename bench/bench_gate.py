@@ -1,8 +1,8 @@
 """How often the gate's noise rule blocks a right law: ladders of the default layout redrawn from a known law.
 
-experiments/tiny.py's layout (five sizes, two seeds each, the backtest 4.1x past the sizes below
-its cut), every run's final loss the known compute law of bench_intervals times its seed's luck,
-N(0, sigma) in log loss. The band's half-width is q times the spread of the backtest under redrawn
+A ladder spec's layout (bench/simulated.py: experiments/tiny.py unless BENCH_SPEC names another, its
+sizes, seeds a size, hero distance and true law changeable there), every run's final loss the known law
+times its seed's luck, N(0, sigma) in log loss. The band's half-width is q times the spread of the backtest under redrawn
 ladders (ladder.analysis.backtests.backtest_noise), and that spread is proportional to the ladder's
 measured sigma: so a few ladders go through the tool's own band to measure the ratio (spread over
 sigma-hat), and many cheap ladders (one backtest fit and sigma-hat each) give the block rate with
@@ -11,7 +11,7 @@ spread, the block rate for the normal and the Student-t quantile at the replicas
 freedom, with standard errors, and the rate among ladders whose replicas happened to agree.
 Environment: BENCH_GATE_LADDERS (default 2000 cheap ladders, about 0.25 s each),
 BENCH_GATE_FULL (default 12 ladders through the band, about 5 s each), BENCH_GATE_SIGMA
-(default 0.007). Run: ``python -m bench gate``.
+(default 0.007), and bench/simulated.py's. Run: ``python -m bench gate``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from bench.bench_intervals import _draw, _layout
+from bench.simulated import simulated
 
 
 def main() -> None:
@@ -30,25 +30,23 @@ def main() -> None:
     from ladder.analysis.backtests import backtest_at_ratio, backtest_noise
     from ladder.analysis.finals import fit_final_law
     from ladder.analysis.seeds import seed_noise
-    from ladder.spec import FitSpec
 
     n = int(os.environ.get("BENCH_GATE_LADDERS", "2000"))
     n_full = int(os.environ.get("BENCH_GATE_FULL", "12"))
     sigma = float(os.environ.get("BENCH_GATE_SIGMA", "0.007"))
-    points, spec = _layout()
-    fit = FitSpec(law="compute", curve_law="none", bootstrap=200, level=spec.fit.level)
-    ratio = spec.hero.flops / float(points["flops"].max())
+    sim = simulated(bootstrap=200)
+    fit, ratio = sim.fit, sim.hero_ratio
     rng = np.random.default_rng(2026)
     ratios = []
     for _ in range(n_full):
-        p = _draw(points, sigma, rng)
+        p = sim.draw(sigma, rng)
         bt = backtest_at_ratio(p, fit, ratio)
         noise = backtest_noise(p, fit, bt, fit_final_law(p, fit), n=64)  # as the fit step draws it
         if noise:
             ratios.append(noise["sigma"] / noise["sigma_run"])
     errors, sigmas, dof, reach = [], [], None, ratio
     for _ in range(n):
-        p = _draw(points, sigma, rng)
+        p = sim.draw(sigma, rng)
         try:
             bt = backtest_at_ratio(p, fit, ratio)
         except ValueError:
@@ -60,7 +58,7 @@ def main() -> None:
     err, sig = np.array(errors), np.array(sigmas)
     sd = rng.choice(np.array(ratios), len(err)) * sig
     p_level = 0.5 + fit.level / 2
-    print(f"{len(err)} ladders of experiments/tiny.py's layout from a known law, seed sigma {sigma:.2%} a run, "
+    print(f"{len(err)} ladders of {sim.describe()}; seed sigma {sigma:.2%} a run, "
           f"backtest at {reach:.1f}x, level {fit.level:.0%}, {dof} degrees of freedom in the measured sigma")
     print(f"backtest log error: true spread {err.std(ddof=1):.4f} ({err.std(ddof=1) / sigma:.2f} sigma); the band's "
           f"spread {np.mean(ratios):.2f} (+- {np.std(ratios):.2f}) x sigma-hat over {len(ratios)} ladders, "

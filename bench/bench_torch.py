@@ -84,7 +84,7 @@ def main() -> None:
 
     torch_exe = _torch_python()
     if torch_exe is None:
-        print("skipped: torch does not import here (`make bench` installs the bench extra)")
+        print("skipped: torch does not import here (`make install` installs the torch extra)")
         return
     rev = os.environ.get("LADDER_BENCH_BASE", BASE)
     base = _base_tree(rev)

@@ -12,7 +12,7 @@ data-parallel over them (``N dev``, ``ladder.trainers.builtin.hostdevices``); th
 process started with that XLA flag, timed in the same rounds.
 The PyTorch eager column trains the same small GPT (RMSNorm pre-LN, RoPE, SwiGLU, tied embeddings,
 fused causal SDPA, AdamW) in a subprocess of ``$LADDER_TORCH_PYTHON``, else of this interpreter, when it
-can import torch (the ``bench`` extra, which ``make bench`` installs; skipped otherwise); against a bf16 row it runs under
+can import torch (the ``torch`` extra, which ``make install`` installs; skipped otherwise); against a bf16 row it runs under
 ``torch.autocast("cpu", dtype=torch.bfloat16)``, like for like. Every ratio is measured in the same run, JAX
 and torch alternating, best of several timed calls each; the load average is printed because the
 machine is shared, and the CPU's model and widest vector instructions, because the ratios move with them
@@ -335,7 +335,7 @@ def main() -> None:
           "at least 1.11x / 1.03x / 0.93x at d64 / d128 / d256 (measured on an AVX2 EPYC "
           "before rungs larger than one device)")
     if not torch_exe:
-        print("torch column skipped: torch does not import here (`make bench` installs the bench extra; or set "
+        print("torch column skipped: torch does not import here (`make install` installs the torch extra; or set "
               "LADDER_TORCH_PYTHON to an interpreter that has it)")
 
 

@@ -1,6 +1,7 @@
 """The GPU check (bench/gpu_check.sh): a dense and a MoE rung of about 1B total parameters in bfloat16 at
 seq 4,096, a few hundred steps each on one device, printing tokens/s, MFU against the device's datasheet
-peak (ladder.trainers.builtin.peaks) and the peak memory against the plan's estimate (ladder.trainers.builtin.memory_plan).
+peak (ladder.trainers.builtin.peaks) and the peak memory against the plan's estimate (ladder.trainers.builtin.memory_plan);
+then a rung of the contract's PyTorch trainer, examples/torch_gpt, on the same device (bench.gpu_check_torch).
 
 ``--size tiny`` runs the same code path at a size a CPU trains in seconds (``make test`` calls it, so the
 script cannot rot); MFU there is against the measured CPU peak, and a CPU reports no peak memory.
@@ -68,10 +69,17 @@ def check(kind: str, size: str) -> dict:
             "final_train_loss": result["final_train_loss"], "wall_s": time.perf_counter() - t0}
 
 
+def _memory(r: dict) -> str:
+    peak, estimate = r["peak_memory_bytes"], r["estimated_memory_bytes"]
+    if peak and estimate:
+        return f"peak memory {peak / 2**30:.2f} GiB vs estimate {estimate / 2**30:.2f} GiB ({peak / estimate - 1:+.0%})"
+    if peak:
+        return f"peak memory {peak / 2**30:.2f} GiB (torch's allocator)"
+    return f"peak memory n/a on {r['device']}" + (f" (estimate {estimate / 2**30:.3g} GiB)" if estimate else "")
+
+
 def line(r: dict) -> str:
-    mem = (f"peak memory {r['peak_memory_bytes'] / 2**30:.2f} GiB vs estimate {r['estimated_memory_bytes'] / 2**30:.2f} "
-           f"GiB ({r['peak_memory_bytes'] / r['estimated_memory_bytes'] - 1:+.0%})" if r["peak_memory_bytes"]
-           else f"peak memory n/a on {r['device']} (estimate {r['estimated_memory_bytes'] / 2**30:.3g} GiB)")
+    mem = _memory(r)
     return (f"{r['kind']:<5} {r['params_total'] / 1e9:.3g}B params, seq {r['seq_len']}, {r['steps']} steps on "
             f"{r['device']}: {r['tokens_per_s']:,.0f} tokens/s, MFU {r['mfu']:.1%} of {r['peak_flops']:.3g} FLOP/s "
             f"({r['peak_source']}); {mem}; final train loss {r['final_train_loss']:.3f}")
@@ -80,11 +88,16 @@ def line(r: dict) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
-    parser.add_argument("--kinds", default="dense,moe")
+    parser.add_argument("--kinds", default="dense,moe,torch", help="of dense, moe (built-in) and torch (examples/torch_gpt)")
     parser.add_argument("--json", action="store_true", help="one JSON object per rung instead of text")
     args = parser.parse_args(argv)
     for kind in args.kinds.split(","):
-        r = check(kind, args.size)
+        if kind == "torch":
+            from bench.gpu_check_torch import check as check_torch
+
+            r = check_torch(args.size)
+        else:
+            r = check(kind, args.size)
         print(json.dumps(r) if args.json else line(r), flush=True)
     return 0
 

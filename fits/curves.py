@@ -32,10 +32,11 @@ from fits.laws.curves import (
     prepare_curve,
     tissue_logpred,
 )
+from fits.laws.registry import min_points
 from fits.lbfgs import best_starts, multistart
 from fits.result import FitResult
 
-MIN_POINTS = {"multipower": 8, "tissue": 5}
+MIN_POINTS = {law: min_points(law) for law in ("multipower", "tissue")}
 
 
 def _objective_single(theta, curves, logpred_fn, delta=HUBER_DELTA):

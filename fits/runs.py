@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from fits.io import InputError, positive_column, read_runs, require_columns
+from fits.laws.registry import law_names, min_points
 from fits.result import FitResult
 
-POINT_LAWS = ("chinchilla", "compute", "isoflop")
-MIN_POINTS = {"chinchilla": 5, "compute": 3, "isoflop": 6}
+POINT_LAWS = law_names("point")  # the laws of a runs table's finals, from the one registry
+MIN_POINTS = {law: min_points(law) for law in POINT_LAWS}
 
 
 def as_runs(runs=None, *, N=None, D=None, L=None, C=None) -> pd.DataFrame:

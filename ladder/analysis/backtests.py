@@ -63,7 +63,7 @@ def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: 
     """
     if not backtest.get("ok"):
         return None
-    seeds = seed_noise(points)
+    seeds = seed_noise(points, full)
     sigma = float(seeds["sigma"])
     finals = points[points["kind"] == "final"]
     truth = np.array([law_predict(full, r.params, r.tokens, r.flops) for r in finals.itertuples()])
@@ -89,7 +89,8 @@ def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: 
             "dof": dof, "quantile": q, "band": math.expm1(q * sd),
             "within": abs(math.log1p(backtest["relative_error"])) <= q * sd,
             "method": "parametric bootstrap under the law fitted to every size, runs redrawn at the seed sigma; "
-                      + (f"Student's t at the replicas' {dof} degrees of freedom" if dof else "normal (the sigma a prior)")}
+                      + (f"Student's t at the seed sigma's {dof} degrees of freedom ({seeds['source']})" if dof
+                         else "normal (the sigma a prior)")}
 
 
 def band_quantile(level: float, dof: int | None) -> float:

@@ -60,6 +60,16 @@ def mean_factor(factors: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return grid, np.exp(logf.mean(axis=1)), logf.std(axis=1, ddof=1) if logf.shape[1] > 1 else np.zeros(len(grid))
 
 
+def shape_sigma(factors: pd.DataFrame, frac: np.ndarray) -> np.ndarray:
+    """The rungs' spread (log sd) of their factor relative to its own end, c(f) / c(1), at `frac`: the
+    uncertainty of a curve's shape once its end is fixed (zero at the end)."""
+    logf = np.log(factors.pivot(index="frac", columns="name", values="factor").sort_index())
+    if logf.shape[1] < 2:
+        return np.zeros(len(frac))
+    rel = logf.to_numpy(float) - logf.to_numpy(float)[-1]
+    return np.interp(frac, logf.index.to_numpy(float), rel.std(axis=1, ddof=1))
+
+
 def law_curve(result, factors: pd.DataFrame, n: float, steps: np.ndarray, total_steps: int, batch_tokens: int,
               flops_per_token: float) -> tuple[np.ndarray, np.ndarray]:
     """(loss, sigma) of a run's train-loss curve at `steps` from the law and the schedule factor."""
@@ -178,7 +188,7 @@ def hero_schedule(hero: RungSpec) -> pd.DataFrame:
 
 
 def _hero_curve(hero: RungSpec, h: dict, fit_dir: str, doc: dict) -> pd.DataFrame | None:
-    """The hero's predicted train-loss curve and band (see schedule_factors)."""
+    """The hero's predicted curve and band, ending on the final's prediction and interval (see schedule_factors)."""
     from fits.result import FitResult
 
     path = Path(fit_dir) / layout.CURVES_CSV
@@ -189,9 +199,14 @@ def _hero_curve(hero: RungSpec, h: dict, fit_dir: str, doc: dict) -> pd.DataFram
     sched = hero_schedule(hero)
     steps = sched["step"].to_numpy()
     fpt = hero.flops / hero.tokens
-    loss, sigma = law_curve(result, factors, hero.model.params_active, steps, hero.steps, hero.batch_tokens, fpt)
-    # Anchor on the interval's centre (the law's prediction for the final eval loss) so the curve and
-    # the final prediction agree; the band is the final interval's width plus the factor's spread.
+    loss, _ = law_curve(result, factors, hero.model.params_active, steps, hero.steps, hero.batch_tokens, fpt)
+    # One forecast of the final: the law times the schedule factor is a train-loss curve (its end, c(1), is the
+    # rungs' train over eval loss, a few percent under 1), so its shape is carried onto the final's scale by one
+    # factor and the curve ends on the final's prediction, the centre the report heads with. The band is the
+    # final interval's width (+) the rungs' spread of their shape relative to its own end, which is zero at
+    # the end: there the band is the final's interval itself, not a second one.
+    loss = loss * (h["loss"] / float(loss[-1]))
+    sigma = shape_sigma(factors, steps / hero.steps)
     z = float(norm.ppf(0.5 + h.get("level", 0.9) / 2)) if h.get("level") else 1.645
     half_lo = math.log(h["loss"] / h["lower"]) if h["lower"] > 0 else 0.0
     half_hi = math.log(h["upper"] / h["loss"])

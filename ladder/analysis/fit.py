@@ -92,7 +92,7 @@ def _final_law_doc(points, finals, excluded, dep_dirs, fit, result, backtest, ra
     samples = bootstrap_fits(points, fit, result, fit.bootstrap, seed=0) if fit.bootstrap and not exact else []
     boot = predict_samples(result, samples, grid_targets) if samples else np.empty((0, 0))
     level = fit.level
-    seeds = seed_noise(points)
+    seeds = seed_noise(points, result)
     factors = schedule_factors(points, dep_dirs, result, np.linspace(0.005, 1.0, 200))
     if not factors.empty:
         layout.write_csv_atomic(out / layout.CURVES_CSV, factors)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from ladder.analysis import follow_alerts as alerts
-from ladder.analysis.follow_forecast import Context, half_width, rung_profile, snapshot
+from ladder.analysis.follow_forecast import Context, rung_profile, snapshot
 from ladder.analysis.follow_metrics import envelope_events, metric_rows, spike_events
 from ladder.analysis.follow_source import Source, read
 from ladder.outputs import layout
@@ -135,8 +135,6 @@ class Follower:
         earlier = [{"at_frac": s["at_frac"], "curve": pd.read_csv(self.out / layout.FORECAST_DIR / f"{s['at_step']}.csv")}
                    for s in self.state["snapshots"] if s["at_step"] < at_step]
         curve, summary = snapshot(self.ctx, hero, at_step, earlier, self.rungs, self.changes)
-        summary["half_width"] = half_width(summary)
-        summary["tokens"] = at_step * self.ctx.batch_tokens
         layout.write_csv_atomic(self.out / layout.FORECAST_DIR / f"{at_step}.csv", curve)
         return summary
 

@@ -144,7 +144,9 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
     """The forecast at `at_step` from the hero's points up to it (hero: step, frac, loss).
 
     earlier: the hero's earlier snapshots [{at_frac, curve}], scored here on the points after them.
-    Returns the curve (step, tokens, frac, loss, lower, upper) over the whole run and a summary."""
+    Returns the curve (step, tokens, frac, loss, lower, upper) over the whole run and a summary. The one rule
+    of every hero's live forecast: followed (ladder.analysis.follow), trained here (trained_live) and
+    imported (ladder.analysis.snapshots replays it over the recorded points)."""
     at = at_step / ctx.total_steps
     seen = hero[hero["step"] <= at_step]
     change = _last_change(changes, at_step)  # the latest change the hero has passed
@@ -189,7 +191,9 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
                "sigma_own_points": noise, "band_rule": rule, "centre_rule": centre_rule,
                "centre_errors": centre_errors, "own_record_points": int(len(track)),
                "change": None if change is None else {"step": change.step, "what": change.what,
-                                                      "reanchored": reanchored, "points_after": int(len(after))}}
+                                                      "reanchored": reanchored, "points_after": int(len(after))},
+               "tokens": at_step * ctx.batch_tokens}
+    summary["half_width"] = half_width(summary)
     return curve, summary
 
 

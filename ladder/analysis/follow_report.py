@@ -36,6 +36,19 @@ def score_later(curve: pd.DataFrame, later: pd.DataFrame, baselines: dict[str, p
     return out
 
 
+def snapshot_row(summary: dict, curve: pd.DataFrame | None, points: pd.DataFrame,
+                 baselines: dict[str, pd.DataFrame]) -> dict:
+    """report.json's row of one snapshot: its summary, its curve over the rest of the run, and its scores on
+    the hero's points after it (points: step, loss) beside each baseline's; the same row however the points arrived."""
+    row = dict(summary)
+    if curve is None:
+        return row
+    row["curve"] = curve_after(curve, summary["at_step"])
+    if not points.empty:
+        row.update(score_later(curve, points[points["step"] > summary["at_step"]], baselines))
+    return row
+
+
 def followed(ladder_dir: Path, baselines: dict[str, pd.DataFrame]) -> dict | None:
     """report.json's hero.snapshots / hero.events / hero.follow for a followed hero, or None."""
     out = ladder_dir / FOLLOW_DIR
@@ -44,14 +57,8 @@ def followed(ladder_dir: Path, baselines: dict[str, pd.DataFrame]) -> dict | Non
     points = layout.read_jsonl(out / POINTS)
     snaps = []
     for s in layout.iter_jsonl(out / layout.FORECASTS):
-        row = dict(s)
         path = out / layout.FORECAST_DIR / f"{s['at_step']}.csv"
-        if path.exists():
-            curve = pd.read_csv(path)
-            row["curve"] = curve_after(curve, s["at_step"])
-            if not points.empty:
-                row.update(score_later(curve, points[points["step"] > s["at_step"]], baselines))
-        snaps.append(row)
+        snaps.append(snapshot_row(s, pd.read_csv(path) if path.exists() else None, points, baselines))
     events = list(layout.iter_jsonl(out / layout.EVENTS))
     state = layout.read_json(out / "state.json", {}) or {}
     return {"snapshots": snaps, "events": events,

@@ -28,21 +28,9 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     elif (fit_doc.get("progress") or {}).get("chosen"):
         reasons.extend(_progress_reasons(fit_doc["progress"], gate))
     else:
-        bt = fit_doc.get("backtest") or {}
-        if not bt.get("ok"):
-            reasons.append(f"no backtest: {bt.get('reason')}")
-        else:
-            reasons.extend(_backtest_reasons(bt, gate))
-            hero_ratio = fit_doc.get("hero_ratio") or 0
-            if bt["compute_ratio"] < hero_ratio / 1.5:
-                reasons.append(f"the backtest extrapolates {bt['compute_ratio']:.1f}x but the hero is {hero_ratio:.1f}x beyond the "
-                               "largest rung: add rungs so a backtest reaches the hero's ratio")
+        reasons.extend(final_law_reasons(fit_doc.get("backtest") or {}, fit_doc.get("hero_ratio") or 0, gate))
     if pred and pred.get("hero"):
-        h = pred["hero"]
-        width = (h["upper"] - h["lower"]) / h["predicted_final_loss"]
-        if width > gate["max_interval_width"]:
-            reasons.append(f"the hero's {h['level']:.0%} interval is {width:.1%} of the prediction, "
-                           f"wider than {gate['max_interval_width']:.1%}")
+        reasons.extend(width_reasons(pred["hero"], gate))
     elif fit_doc:
         reasons.append("no hero prediction")
     blocking, warnings = _outlier_verdict(fit_doc, config, gate)
@@ -66,6 +54,35 @@ def gate_ladder(config: dict, dep_dirs: dict[str, str], out_dir: str, force: boo
     return verdict
 
 
+def final_law_reasons(bt: dict, hero_ratio: float, gate: dict) -> list[str]:
+    """The final-loss law's backtest against the gate: its miss, and how far it reaches against the hero's ratio."""
+    if not bt.get("ok"):
+        return [f"no backtest: {bt.get('reason')}"]
+    return _backtest_reasons(bt, gate) + reach_reasons(bt, hero_ratio)
+
+
+def reach_reasons(bt: dict, hero_ratio: float) -> list[str]:
+    """A backtest that stops well short of the hero's distance says little about the hero."""
+    if bt["compute_ratio"] >= hero_ratio / 1.5:
+        return []
+    return [f"the backtest extrapolates {bt['compute_ratio']:.1f}x but the hero is {hero_ratio:.1f}x beyond the "
+            "largest rung: add rungs so a backtest reaches the hero's ratio"]
+
+
+def width_reasons(hero: dict, gate: dict) -> list[str]:
+    """The hero's interval against the gate's widest (upper - lower over the centre)."""
+    width = (hero["upper"] - hero["lower"]) / hero["predicted_final_loss"]
+    if width <= gate["max_interval_width"]:
+        return []
+    return [f"the hero's {hero['level']:.0%} interval is {width:.1%} of the prediction, "
+            f"wider than {gate['max_interval_width']:.1%}"]
+
+
+def outlier_blocks(outlier: dict | None, gate: dict) -> bool:
+    """Whether a replica outlier (ladder.analysis.outliers.replica_outlier) is below the gate's family-wise level."""
+    return bool(outlier) and float(outlier["p_family"]) < float(gate.get("replica_outlier_level", 0.0))
+
+
 def _outlier_verdict(fit_doc: dict | None, config: dict, gate: dict) -> tuple[list[str], list[str]]:
     """(reasons, warnings) for a replica far beyond the other sizes' seed spread (ladder.analysis.outliers):
     it blocks below the gate's family-wise level and warns below the fit's describing level."""
@@ -75,7 +92,7 @@ def _outlier_verdict(fit_doc: dict | None, config: dict, gate: dict) -> tuple[li
     if not outlier or "odd_run" not in outlier:
         return [], []
     line = outlier_reason(outlier, list(config["rungs"]))
-    if outlier["p_family"] < float(gate.get("replica_outlier_level", 0.0)):
+    if outlier_blocks(outlier, gate):
         return [line], []
     return [], [line]
 
@@ -87,8 +104,11 @@ def band_text(noise: dict) -> str:
 
 
 def _band_is_the_bar(noise: dict | None, gate: dict) -> bool:
-    """Whether the "noise" rule applies: the band was measured on replicas and the gate asks for it."""
-    return bool(noise) and noise["source"] == "replicas" and gate.get("backtest_rule", "threshold") == "noise"
+    """Whether the "noise" rule applies: the band's seed sigma was measured (on replicas, or as one-seed sizes' scatter
+    about the law) and the gate asks for it."""
+    from ladder.analysis.seeds import MEASURED_SOURCES
+
+    return bool(noise) and noise["source"] in MEASURED_SOURCES and gate.get("backtest_rule", "threshold") == "noise"
 
 
 def _backtest_reasons(bt: dict, gate: dict) -> list[str]:
@@ -118,7 +138,7 @@ def _rule_warnings(backtest: dict, gate: dict) -> list[str]:
     if not _band_is_the_bar(noise, gate) or not noise["within"] or abs(backtest["relative_error"]) <= gate["max_backtest_error"]:
         return []
     return [f"backtest error {backtest['relative_error']:+.2%} exceeds {gate['max_backtest_error']:.1%} but is within its "
-            f"seed-noise band ({band_text(noise)} at {noise['level']:.0%}, measured on replicas): no evidence against the "
+            f"seed-noise band ({band_text(noise)} at {noise['level']:.0%}, measured on {noise['source']}): no evidence against the "
             "law at this ratio, so the gate passes it (gate.backtest_rule='threshold' blocks it); the hero's interval "
             "carries the miss"]
 

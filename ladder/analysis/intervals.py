@@ -9,14 +9,15 @@ import pandas as pd
 from scipy.stats import norm
 
 from ladder.analysis.finals import law_predict
-from ladder.analysis.seeds import propagate_final, residual_sigma
+from ladder.analysis.seeds import MEASURED_SOURCES, propagate_final, residual_sigma
 
 
 def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decades: float, level: float,
                         seed: dict | None = None, model: float = 0.0) -> tuple[float, float, dict]:
     """An interval calibrated for extrapolation, in log loss.
 
-    With the seed spread measured on replicas (parametric):
+    With the seed spread measured (on replicas, or with one seed per size as the sizes' scatter about the
+    law, ladder.analysis.seeds.seed_noise) (parametric):
         sigma^2 = sigma_seed_fit^2 + (e_sys * decades / decades_bt)^2 + sigma_seed^2 + sigma_model^2
     sigma_seed_fit is every rung's luck carried through the refit to the target, at the larger of the
     replicas' sigma and the sizes' scatter about the law (ladder.analysis.seeds.residual_sigma);
@@ -41,7 +42,7 @@ def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decade
         lo, hi = np.percentile(np.log(boot), [50 * (1 - level), 50 * (1 + level)])
         sig_boot = float((hi - lo) / (2 * z))
     seed = seed or {}
-    measured = seed.get("source") == "replicas"
+    measured = seed.get("source") in MEASURED_SOURCES
     noise = (backtest.get("noise") or {}) if backtest.get("ok") else {}
     sig_bt = 0.0
     if backtest.get("ok"):
@@ -94,7 +95,7 @@ def carried_luck(points: pd.DataFrame, fit, result, targets: list[tuple[float, f
     """(the rungs' luck carried through the refit to each target, the sizes' residual sigma): the costly
     part of target_intervals (a refit per redraw), computable before the whole-curve law is known."""
     # With replicas the rungs' luck is carried at the larger of their spread and the sizes' scatter about the law.
-    resid = residual_sigma(points, result) if seeds["source"] == "replicas" else None
+    resid = residual_sigma(points, result) if seeds["source"] in MEASURED_SOURCES else None
     return propagate_final(points, fit, result, targets, max(float(seeds["sigma"]), resid or 0.0)), resid
 
 

@@ -28,6 +28,8 @@ import pandas as pd
 
 # (tokens of the largest rung, sigma of one run's log final loss), measured as the docstring says
 PRIOR_POINTS = ((3.3e5, 0.034), (3.8e9, 0.0008))
+# Where the seed sigma is a measurement (the band and the gate treat it as one), not the prior.
+MEASURED_SOURCES = ("replicas", "residuals")
 
 
 def prior_sigma(tokens: float) -> float:
@@ -57,8 +59,16 @@ def pooled_sigma(points: pd.DataFrame) -> tuple[float, int, int] | None:
     return math.sqrt(float(ss.sum()) / int(dof.sum())), int(len(dof)), int((dof + 1).sum())
 
 
-def seed_noise(points: pd.DataFrame) -> dict[str, Any]:
-    """The seed sigma the band carries and where it came from (replicas, or the prior: one seed per size)."""
+# Residual degrees of freedom at which the sizes' scatter about the law stands in for replicas: with
+# fewer, the scatter of three or four sizes says too little, and the stated prior is kept.
+MIN_RESIDUAL_DOF = 3
+
+
+def seed_noise(points: pd.DataFrame, result=None) -> dict[str, Any]:
+    """The seed sigma the band carries and where it came from: replicas; else, with one seed per size and
+    `result` (the final law fitted to every size) leaving at least MIN_RESIDUAL_DOF degrees of freedom,
+    the sizes' scatter about that law (each size is one seed's draw, so the scatter is the seed spread
+    plus any lack of fit: it can only overstate the noise); else the prior."""
     finals = points[points["kind"] == "final"]
     measured = pooled_sigma(points)
     if measured is not None:
@@ -66,6 +76,14 @@ def seed_noise(points: pd.DataFrame) -> dict[str, Any]:
         # dof: the pooled sigma's degrees of freedom (runs minus sizes), which the gate's band quantile needs
         return {"sigma": sigma, "source": "replicas", "replicated_sizes": sizes, "replica_runs": runs, "dof": runs - sizes,
                 "text": f"seed spread measured on {runs} runs of {sizes} replicated sizes: sigma {sigma:.2%} per run"}
+    sizes = int(finals["size"].nunique()) if not finals.empty else 0
+    dof = sizes - len(result.params) if result is not None else 0
+    if dof >= MIN_RESIDUAL_DOF:
+        sigma = residual_sigma(points, result)
+        if sigma > 0:
+            return {"sigma": sigma, "source": "residuals", "replicated_sizes": 0, "replica_runs": 0, "dof": dof,
+                    "text": f"one seed per size: the seed spread measured as the {sizes} sizes' scatter about the law "
+                            f"({dof} degrees of freedom; lack of fit counts as noise): sigma {sigma:.2%} per run"}
     tokens = float(finals["tokens"].max()) if not finals.empty else 1.0
     sigma = prior_sigma(tokens)
     return {"sigma": sigma, "source": "prior", "replicated_sizes": 0, "replica_runs": 0, "dof": None,

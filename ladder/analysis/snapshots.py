@@ -1,8 +1,12 @@
-"""The hero's forecast refreshed from its own eval points as they come (imported or trained here).
+"""The forecast history of a hero whose points were recorded elsewhere (`ladder import-results`).
 
-Each snapshot refits the chosen curve law (ladder.analysis.curve_laws) with the hero's points up to
-it and forecasts the rest; every snapshot is kept, with its forecast of the final and its error on
-the hero's recorded points after it, so a user sees how the forecast moved and when it settled.
+Its snapshots are made by the one live rule every hero has (ladder.analysis.follow_forecast.snapshot),
+replayed over the recorded points as `ladder follow` would have made them had the points arrived
+one 5% of the run at a time: a snapshot at the last point at or before every 5% of the run and one at
+the last point, each band scored on the hero's own earlier snapshots, the hero's declared changes
+carried. So an imported hero's report and a followed one's mean the same thing (the same snapshots,
+the same bands). The earlier rule here refitted the law with a band calibrated at the snapshot's own
+fraction only, and held 23-60% of the 535B hero's points after its mix switch (issue 47; issue 55).
 The pre-hero prediction (rungs only) is never changed.
 """
 
@@ -28,61 +32,44 @@ def hero_points(hero_dir: str | Path, total_steps: int) -> pd.DataFrame:
     return out[(out["frac"] > 0) & np.isfinite(out["loss"])].sort_values("step").reset_index(drop=True)
 
 
-def snapshot_fracs(points: pd.DataFrame, every: float = SNAPSHOT_EVERY) -> list[float]:
-    """Every `every` of the run that has points before it, and the last recorded point."""
-    last = float(points["frac"].max())
-    grid = [g for g in np.arange(every, last + 1e-12, every) if (points["frac"] <= g + 1e-12).sum() >= 2]
-    out = [float(round(g, 6)) for g in grid]
-    if not out or last - out[-1] > 1e-9:
-        out.append(last)
+def snapshot_steps(points: pd.DataFrame, total_steps: int, every: float = SNAPSHOT_EVERY) -> list[int]:
+    """The last recorded step at or before every `every` of the run, and the last recorded step: where a
+    follow polling every `every` of the run snapshots (it snapshots at its newest point)."""
+    steps = np.sort(points["step"].to_numpy(int))
+    grid = np.arange(every, steps[-1] / total_steps + every, every) * total_steps
+    at = {int(steps[steps <= g + 1e-6][-1]) for g in grid if (steps <= g + 1e-6).any()}
+    return sorted(at | {int(steps[-1])})
+
+
+def replay(ctx, points: pd.DataFrame, at_steps: list[int], rungs: dict, changes: tuple = ()) -> list[tuple]:
+    """(curve, summary) of each snapshot at `at_steps` (ascending) from the hero's points (step, loss), each
+    scored on the snapshots before it, as `ladder follow` and a trained hero's callback make them."""
+    from ladder.analysis.follow_forecast import snapshot
+
+    hero = points[["step", "loss"]].assign(frac=points["step"].to_numpy(float) / ctx.total_steps)
+    out, earlier = [], []
+    for at in at_steps:
+        curve, summary = snapshot(ctx, hero, at, earlier, rungs, changes)
+        earlier.append({"at_frac": summary["at_frac"], "curve": curve})
+        out.append((curve, summary))
     return out
 
 
-def snapshots(fit_dir: str, hero_pts: pd.DataFrame, prior: pd.DataFrame, level: float,
-              out_dir: str | None = None) -> list[dict]:
-    """One refit per snapshot fraction; returns their summaries (and writes each curve under out_dir/snapshots/)."""
-    from fits.matched_progress_choice import CANDIDATES, calibration_pairs
-    from fits.matched_progress_forecast import snapshot
-    from ladder.analysis.curve_laws import POINTS_CSV, axes
+def imported_snapshots(fit_dir: str, predict_dir: str, points: pd.DataFrame,
+                       baselines: dict[str, pd.DataFrame]) -> list[dict]:
+    """report.json's hero.snapshots for a hero's recorded points (step, loss): [] where the ladder has no
+    curve forecast to follow against (follow_forecast.NoForecast)."""
+    from ladder.analysis.follow_forecast import NoForecast, load_context, rung_profile
+    from ladder.analysis.follow_report import snapshot_row
+    from ladder.spec import rung_from_dict
 
-    doc = layout.read_json(Path(fit_dir) / layout.FIT) or {}
-    progress = doc.get("progress") or {}
-    if not progress.get("chosen") or hero_pts.empty:
+    config = (layout.read_json(Path(predict_dir) / layout.STEP_JSON, {}) or {}).get("config") or {}
+    if points.empty or not config.get("hero"):
         return []
-    points = pd.read_csv(Path(fit_dir) / POINTS_CSV)
-    axis = next(a for a in axes(points, progress["hero_totals"]) if a.name == progress["chosen"]["axis"])
-    fit_fn = CANDIDATES[progress["chosen"]["candidate"]]
-    fracs = prior["frac"].to_numpy(float)
-    sigma = np.log(prior["upper"].to_numpy(float) / prior["loss"].to_numpy(float)) / _z(level)
-    pairs = calibration_pairs(axis.points)
-    out = []
-    for at in snapshot_fracs(hero_pts):
-        curve, info = snapshot(axis, fit_fn, hero_pts[["frac", "loss"]], at, fracs, level, sigma,
-                               float(progress["forecast"]["decades"]), pairs=pairs)
-        later = hero_pts[hero_pts["frac"] > at + 1e-12]
-        row = {k: info[k] for k in ("at_frac", "n_points", "E", "predicted_final", "lower", "upper", "band_rule")}
-        row["at_step"] = int(round(at * float(prior["step"].iloc[-1] / prior["frac"].iloc[-1])))
-        if not later.empty:
-            pred = np.interp(later["frac"], curve["frac"], curve["loss"])
-            lo = np.interp(later["frac"], curve["frac"], curve["lower"])
-            hi = np.interp(later["frac"], curve["frac"], curve["upper"])
-            row.update({"later_points": int(len(later)),
-                        "later_mean_abs_rel_error": float(np.mean(np.abs(pred / later["loss"].to_numpy() - 1))),
-                        "later_inside_band": float(np.mean((later["loss"] >= lo) & (later["loss"] <= hi))),
-                        "later_mean_band_half_width": float(np.mean((hi - lo) / 2 / pred))})
-        steps = curve["frac"].to_numpy(float) * float(prior["step"].iloc[-1] / prior["frac"].iloc[-1])
-        rest = steps >= row["at_step"]
-        tokens = np.interp(steps, prior["step"], prior["tokens"]) if "tokens" in prior else steps * np.nan
-        row["curve"] = [{"tokens": float(t), "loss": float(lo_), "lower": float(a), "upper": float(b)}
-                        for t, lo_, a, b in zip(tokens[rest], curve["loss"][rest], curve["lower"][rest],
-                                                curve["upper"][rest], strict=True)]
-        out.append(row)
-        if out_dir is not None:
-            layout.write_csv_atomic(Path(out_dir) / "snapshots" / f"{row['at_step']}.csv", curve)
-    return out
-
-
-def _z(level: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(0.5 + level / 2))
+    hero = rung_from_dict(config["hero"])
+    try:
+        ctx = load_context(fit_dir, predict_dir, hero.steps, hero.batch_tokens)
+    except NoForecast:
+        return []
+    snaps = replay(ctx, points, snapshot_steps(points, hero.steps), rung_profile(ctx), tuple(hero.changes))
+    return [snapshot_row(summary, curve, points, baselines) for curve, summary in snaps]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ladder.analysis.follow_forecast import Context, NoForecast, half_width, load_context, rung_profile, snapshot
+from ladder.analysis.follow_forecast import Context, NoForecast, load_context, rung_profile, snapshot
 from ladder.outputs import layout
 
 
@@ -60,7 +60,4 @@ def live_snapshot(live: Live, observed: pd.DataFrame, at_step: int, out_dir: Pat
         curve = pd.read_csv(path) if "at_frac" in s and path.exists() else None
         if curve is not None and "frac" in curve and s["at_step"] < at_step:
             earlier.append({"at_frac": float(s["at_frac"]), "curve": curve})
-    curve, summary = snapshot(live.ctx, hero, at_step, earlier, live.rungs, live.changes)
-    summary["half_width"] = half_width(summary)
-    summary["tokens"] = at_step * live.ctx.batch_tokens
-    return curve, summary
+    return snapshot(live.ctx, hero, at_step, earlier, live.rungs, live.changes)

@@ -80,12 +80,12 @@ def default_root() -> str:
     return os.environ.get("LADDER_ROOT") or "runs"
 
 
-def _spec(path: str, overrides: tuple[str, ...], root: str | None) -> LadderSpec:
-    """The spec with its root resolved by the one rule: --root, then LADDER_ROOT (click reads it
-    into `root`), then the spec's own root."""
+def _spec(path: str, overrides: tuple[str, ...], root: str | None, variant: str | None = None) -> LadderSpec:
+    """The spec (its `variant` applied: the ladder <name>+<variant>) with its root resolved by the one
+    rule: --root, then LADDER_ROOT (click reads it into `root`), then the spec's own root."""
     import dataclasses
 
-    spec = load_spec(path, overrides)
+    spec = load_spec(path, overrides, variant=variant)
     if root is not None:
         spec = dataclasses.replace(spec, root=root)
     _check_root(spec.root)
@@ -124,6 +124,11 @@ spec_argument = click.argument("spec_path", metavar="SPEC", type=click.Path(dir_
 set_option = click.option(
     "--set", "overrides", multiple=True, metavar="KEY=VALUE",
     help="Override a spec field, e.g. --set seed=3 or --set rungs[0].tokens=100000 (repeatable).",
+)
+
+variant_option = click.option(
+    "--variant", "variant", default=None, metavar="NAME",
+    help="Work on the spec's variant NAME (LadderSpec.variants): the ladder <name>+NAME, its overrides on every run.",
 )
 
 

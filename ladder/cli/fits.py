@@ -17,7 +17,10 @@ import math
 
 import click
 
+from fits.laws.registry import law_names
 from ladder.cli.options import example, json_option, level_option
+
+POINT_LAWS = law_names("point")
 
 
 @click.command("fit", epilog=example(
@@ -26,7 +29,7 @@ from ladder.cli.options import example, json_option, level_option
     "ladder fit runs.csv --law compute --pin-E 1.7 --json",
 ))
 @click.argument("runs_csv", metavar="RUNS.csv", type=click.Path(dir_okay=False))
-@click.option("--law", type=click.Choice(["chinchilla", "compute", "isoflop"]), default="chinchilla",
+@click.option("--law", type=click.Choice(list(POINT_LAWS)), default="chinchilla",
               show_default=True, help="Chinchilla L(N, D), compute L(C), or isoFLOP (Approach 2).")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=2), default=None,
               help="Resample the runs N times and refit, for intervals (calibrated unless --no-calibrate).")
@@ -121,7 +124,7 @@ def predict_cmd(fit_json, n_params, tokens, flops, points, level, as_json, out):
     from fits.uncertainty import decades_beyond, prediction_band
 
     res = read_fit(fit_json)
-    if res.law not in ("chinchilla", "compute", "isoflop"):
+    if res.law not in POINT_LAWS:
         raise InputError(f"{fit_json}: a '{res.law}' fit predicts whole curves; use `ladder curve-predict`")
     pts = _points(res, n_params, tokens, flops, points)
     method = band_method(res)

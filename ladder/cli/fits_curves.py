@@ -13,7 +13,10 @@ import json
 
 import click
 
+from fits.laws.registry import law_names
 from ladder.cli.options import example, json_option, level_option
+
+CURVE_LAWS = tuple(n for n in law_names("curve") if not n.startswith("joint_"))  # one curve at a time
 
 
 @click.command("curve-fit", epilog=example(
@@ -21,7 +24,7 @@ from ladder.cli.options import example, json_option, level_option
     "ladder curve-fit run.csv --law tissue --out tissue.json --json",
 ))
 @click.argument("curves", metavar="CURVE.csv...", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--law", type=click.Choice(["multipower", "tissue"]), default="multipower", show_default=True,
+@click.option("--law", type=click.Choice(list(CURVE_LAWS)), default="multipower", show_default=True,
               help="Multi-Power Law (Luo et al. 2025) or the LR-annealing law (Tissue et al. 2024).")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Write FIT.json here.")
 @json_option
@@ -68,7 +71,7 @@ def curve_predict_cmd(fit_json, schedules, out, as_json):
     from fits.io import InputError, read_curve, read_fit, read_table, write_csv_atomic
 
     res = read_fit(fit_json)
-    if res.law not in ("multipower", "tissue"):
+    if res.law not in CURVE_LAWS:
         raise InputError(f"{fit_json}: a '{res.law}' fit is not a curve law; use `ladder predict`, "
                          "or fit curves with `ladder curve-fit`")
     tables, scores = [], []

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from ladder.cli.common import UserError, _spec, set_option, spec_argument
+from ladder.cli.common import UserError, _spec, set_option, spec_argument, variant_option
 from ladder.cli.options import example, root_option
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -65,8 +65,9 @@ def parse_until(text: str | None, now: float) -> float | None:
 @click.option("--retry", is_flag=True, help="Retry a source that fails on the first poll (later failures always are).")
 @root_option
 @set_option
+@variant_option
 def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max_polls, alert_move, stall, on_alert,
-           timeout, retry, root, overrides):
+           timeout, retry, root, overrides, variant):
     """Follow a hero as it trains: each poll imports its new eval points, refreshes the forecast snapshots
     and the dashboard's data (<root>/<ladder>/follow/), and raises alerts (events.jsonl, --on-alert).
 
@@ -82,7 +83,7 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
     given = [(k, v) for k, v in (("wandb", hero_runs), ("csv", from_csv), ("jsonl", from_jsonl)) if v]
     if len(given) != 1:
         raise UserError("give one source: --hero ENTITY/PROJECT/RUN[,RUN...], --from-csv FILE or --from-jsonl PATH_OR_URL")
-    spec = _spec(spec_path, overrides, root)
+    spec = _spec(spec_path, overrides, root, variant)
     if spec.hero is None:
         raise UserError(f"{spec_path}: the ladder has no hero to follow; declare LadderSpec(hero=...)")
     if "://" in spec.root:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ladder.cli.common import UserError, _spec, default_root, set_option, spec_argument
+from ladder.cli.common import UserError, _spec, default_root, set_option, spec_argument, variant_option
 from ladder.cli.options import example, json_option, root_option
 
 
@@ -30,7 +30,8 @@ from ladder.cli.options import example, json_option, root_option
 @root_option
 @json_option
 @set_option
-def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s, root, as_json, overrides):
+@variant_option
+def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s, root, as_json, overrides, variant):
     """Record runs trained elsewhere (rungs or the hero), so fit, predict, gate and report run without training.
 
     RESULTS.csv: finals, with columns `name` (a rung or the hero) and `loss` (final eval loss), optional
@@ -45,7 +46,7 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
 
     if (results_csv is None) == (from_wandb is None) or (from_wandb is None and (metric or curves)):
         raise UserError("give RESULTS.csv, or --from-wandb ENTITY/PROJECT (with --metric, --curves if needed)")
-    spec = _spec(spec_path, overrides, root)
+    spec = _spec(spec_path, overrides, root, variant)
     if "://" in spec.root:
         raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
     if from_wandb is None and _has_domain_column(results_csv):  # per-domain curves: kept beside the results
@@ -80,7 +81,7 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
                                "source": from_wandb or str(results_csv), "skipped": skipped}))
         return 0
     click.echo(f"recorded {kind} for {len(counts)} runs ({len(frame)} rows) of {spec.name} in {path}; "
-               f"now run: ladder submit {spec_path}")
+               f"now run: ladder submit {spec_path}" + (f" --variant {variant}" if variant else ""))
     for name, note in partial.items():
         click.echo(f"  {name}: {note}")
     for line in skipped:

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ladder.cli import export, fits_curves, follow, imports, show, view
+from ladder.cli import compare, export, fits_curves, follow, imports, show, view
 from ladder.cli import fits as fits_commands
 from ladder.cli.common import (
     EXIT_FAILED,
@@ -23,9 +23,10 @@ from ladder.cli.common import (
     progress_interval,
     set_option,
     spec_argument,
+    variant_option,
 )
 from ladder.cli.options import address_option, example, json_option, root_option, table_width
-from ladder.dag.plan_costs import print_plan as _print_plan
+from ladder.cli.plan import print_plan as _print_plan
 from ladder.spec import LadderSpec
 from ladder.trainers.builtin.peaks import ACCELERATORS, accelerator_peak
 
@@ -67,12 +68,13 @@ def main() -> None:
               help="Also rerun, from nothing, finished steps whose code changed since they ran (see `ladder plan`).")
 @json_option
 @set_option
+@variant_option
 def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_mode, progress, rerun_stale, as_json,
-           overrides):
+           overrides, variant):
     """Run every step of the ladder that is not already done (resumable)."""
     from ladder.dag import stages
 
-    spec = _spec(spec_path, overrides, root)
+    spec = _spec(spec_path, overrides, root, variant)
     if dry_run:
         _print_plan(spec, force=(), as_json=as_json, rerun_stale=rerun_stale)
         return 0
@@ -99,11 +101,12 @@ def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_
 @click.option("--progress/--no-progress", default=None, help="As for submit.")
 @json_option
 @set_option
-def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, progress, as_json, overrides):
+@variant_option
+def rerun(spec_path, steps, root, address, dry_run, max_concurrent, force_gate, progress, as_json, overrides, variant):
     """Force STEPS (e.g. rung_2), then refresh the analysis steps that read them; the hero is not retrained."""
     from ladder.dag import stages
 
-    spec = _spec(spec_path, overrides, root)
+    spec = _spec(spec_path, overrides, root, variant)
     known = {s.name for s in stages.build_steps(spec)}
     for name in steps:
         if name not in known:
@@ -152,10 +155,11 @@ def _finish(spec: LadderSpec, summary, as_json: bool = False) -> int:
 @click.option("--rerun-stale", is_flag=True,
               help="Also rerun, from nothing, finished steps whose code changed since they ran (see `ladder plan`).")
 @set_option
-def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, rerun_stale, overrides):
+@variant_option
+def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, rerun_stale, overrides, variant):
     """Dry run: each step's action (run/skip/wait) and why, its output path, FLOPs and accelerator-hours;
     finished steps whose code changed since they ran are marked stale."""
-    spec = _spec(spec_path, overrides, root)
+    spec = _spec(spec_path, overrides, root, variant)
     _print_plan(spec, force=(), mfu=mfu, chip_peak=chip_peak or accelerator_peak(accelerator), as_json=as_json,
                 accelerator=accelerator if chip_peak is None else f"{chip_peak:.3g} FLOP/s", chips=chips,
                 rerun_stale=rerun_stale)
@@ -171,14 +175,15 @@ def plan(spec_path, root, mfu, accelerator, chip_peak, chips, as_json, rerun_sta
 @click.option("--check", is_flag=True, help="Exit 1 when a step has FAILED (or its dependency failed).")
 @json_option
 @set_option
-def status(spec_path, root, check, as_json, overrides):
+@variant_option
+def status(spec_path, root, check, as_json, overrides, variant):
     """Each step's status, output path, start/end and latest loss."""
     from rich.console import Console
     from rich.table import Table
 
     from ladder.dag import queries, stages
 
-    spec = _spec(spec_path, overrides, root)
+    spec = _spec(spec_path, overrides, root, variant)
     rows = stages.status_ladder(spec)
     failed = [r["step"] for r in rows if r.get("status") in ("FAILED", "DEP_FAILED")]
     code = EXIT_FAILED if check and failed else 0
@@ -224,11 +229,12 @@ def _when(epoch) -> str:
 @click.option("--steps", type=int, default=None, callback=_positive, help="Stop after N optimizer steps.")
 @json_option
 @set_option
-def train(spec_path, rung_name, root, steps, as_json, overrides):
+@variant_option
+def train(spec_path, rung_name, root, steps, as_json, overrides, variant):
     """Train one rung alone, outside the DAG, with the same outputs (<root>/<ladder>/train-<rung>)."""
     from ladder.dag import stages
 
-    spec = _spec(spec_path, overrides, root)
+    spec = _spec(spec_path, overrides, root, variant)
     names = [r.name for r in spec.all_runs()]
     if rung_name not in names:
         raise UserError(f"train: no rung named {rung_name!r}; runs are {', '.join(names)}")
@@ -251,6 +257,9 @@ def train(spec_path, rung_name, root, steps, as_json, overrides):
             click.echo(f"train: {e}", err=True)
             return EXIT_FAILED
         raise
+    if result.get("status") == "FAILED" and "params_total" not in result:  # a foreign trainer's failure: its line
+        click.echo(f"train: {rung_name} FAILED: {result.get('message')}", err=True)
+        return EXIT_FAILED
     flat = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
     if as_json:
         click.echo(json.dumps(flat, indent=2, default=str))
@@ -287,11 +296,12 @@ def _numbers(kind):
 @click.option("--max-concurrent", type=int, default=None, callback=_positive, help="At most N runs at once.")
 @json_option
 @set_option
-def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_concurrent, as_json, overrides):
+@variant_option
+def sweep(spec_path, rung_names, lr_mults, batches, root, address, dry_run, max_concurrent, as_json, overrides, variant):
     """Train rungs at several learning rates and fit lr_opt = coef * C^exponent (resumable)."""
     from ladder.dag import stages
     from ladder.dag import sweep as sweep_lib
-    spec = stages.placed(_spec(spec_path, overrides, root))  # budget rungs sized by the IsoFLOP fit
+    spec = stages.placed(_spec(spec_path, overrides, root, variant))  # budget rungs sized by the IsoFLOP fit
     runs = sweep_lib.sweep_runs(spec, [n.strip() for n in rung_names.split(",") if n.strip()], lr_mults, batches)
     if dry_run:
         entries = sweep_lib.plan_sweep(spec, runs)
@@ -332,7 +342,7 @@ for _command in (
     fits_curves.curve_fit_cmd, fits_curves.curve_predict_cmd, fits_curves.fit_rule_cmd,
     imports.import_results, imports.import_wandb,
     show.show, show.env_cmd,
-    export.compare, export.export,
+    compare.compare, export.export,
     follow.follow,
     view.report_command(), view.dashboard,
 ):

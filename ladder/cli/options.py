@@ -24,6 +24,10 @@ ENVIRONMENT = {
     "LADDER_SCRATCH": "local scratch folder of runs whose root is remote (default: the system temp dir)",
     "LADDER_PROGRESS_INTERVAL": ("seconds between a training step's progress lines when the output is not a terminal, "
                                  "and between `ladder train`'s (60)"),
+    "LADDER_RUN_CONFIG": ("set for a foreign trainer (docs/trainers.md): the path of its run's input, run.json; "
+                          "ladder/trainers/writer.py's read_run() reads it"),
+    "RANK": ("set for a foreign trainer's processes with torch.distributed's other variables (docs/trainers.md); "
+             "ladder/trainers/writer.py writes rows only at rank 0"),
     "LADDER_STOP_GRACE": "seconds a stopped driver waits for running steps to checkpoint and exit before it cancels them (60)",
     "LADDER_DIGEST_CACHE": "file caching data-source digests by path, size and mtime (default: the user cache dir)",
     "LADDER_SHARD_CACHE": "folder where a node keeps its one copy of remote token shards (default: <tmp>/scaling-ladder-shards)",

@@ -50,11 +50,12 @@ def _plain(value):
 @json_option
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a spec field, e.g. --set seed=3 (repeatable).")
-def show(spec_path, root, changed, as_json, overrides):
+@click.option("--variant", default=None, metavar="NAME", help="Show the spec's variant NAME (LadderSpec.variants).")
+def show(spec_path, root, changed, as_json, overrides, variant):
     """The resolved spec: every field's value, its default and what it means (rules resolved, --set applied)."""
     from ladder.spec import load_spec
 
-    spec = load_spec(spec_path, overrides)
+    spec = load_spec(spec_path, overrides, variant=variant)
     if root is not None:
         spec = dataclasses.replace(spec, root=root)
     rows = []

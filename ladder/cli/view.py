@@ -15,7 +15,7 @@ from ladder.cli.options import example
 
 def report_command() -> click.Command:
     """`ladder report`, built on the spec argument and options every ladder command shares."""
-    from ladder.cli.common import EXIT_FAILED, _spec, set_option, spec_argument
+    from ladder.cli.common import EXIT_FAILED, _spec, set_option, spec_argument, variant_option
     from ladder.cli.options import json_option, root_option
 
     @click.command(epilog=example(
@@ -26,11 +26,12 @@ def report_command() -> click.Command:
     @root_option
     @json_option
     @set_option
-    def report(spec_path, root, as_json, overrides):
+    @variant_option
+    def report(spec_path, root, as_json, overrides, variant):
         """Predicted against actual: the hero's final loss and curve, the fit, the backtest; writes report.html."""
         from ladder.dag import queries
 
-        spec = _spec(spec_path, overrides, root)
+        spec = _spec(spec_path, overrides, root, variant)
         if not queries.has_outputs(spec):  # reading writes nothing: no report of nothing, no folders made
             others = queries.other_configurations(spec)
             if others:  # the usual cause: the submit had a --set (a seed) that this report does not
@@ -45,10 +46,10 @@ def report_command() -> click.Command:
         if as_json:
             click.echo(json.dumps(rep, indent=2, default=str))
             return 0
-        for line in queries.report_lines(rep):
+        from ladder.report.headline import final_lines
+
+        for line in queries.report_lines(rep) + final_lines(rep, html_path, spec, spec_path, overrides):
             click.echo(line)
-        if html_path:
-            click.echo(f"report: {html_path}")
         return 0
 
     return report

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-TRAIN_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 # a hero's live snapshots (its callback) follow `ladder follow`'s rule: those modules are the hero's code too
 TRAIN_CODE = ("ladder/trainers/builtin/", "ladder/spec/", "ladder/dag/step_fns.py", "ladder/analysis/forecast.py",
               "ladder/analysis/trained_live.py", "ladder/analysis/follow_forecast.py", "ladder/analysis/follow_bands.py")
+# a run of another trainer: the contract's side of ladder (its own code is hashed by its declared files' digests)
+FOREIGN_TRAIN_CODE = ("ladder/trainers/contract.py", "ladder/trainers/writer.py", "ladder/trainers/outcome.py",
+                      "ladder/trainers/follow.py", "ladder/trainers/command_run.py", "ladder/trainers/function_run.py",
+                      *TRAIN_CODE[1:])
 ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas")
 ANALYSIS_CODE = ("ladder/analysis", "fits/", "ladder/spec/", "ladder/dag/step_fns.py")
 REPORT_CODE = ("ladder/report/", "ladder/outputs/", "ladder/analysis", "fits/", "ladder/dag/step_fns.py")

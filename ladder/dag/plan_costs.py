@@ -1,16 +1,12 @@
 """What `ladder plan` prices beyond the steps it runs: every run's size and compute, the hero's too
 (also when it trains elsewhere), in our counting convention and, where the spec carries a
 baseline's figures (Marin's lm_head-free compute), in theirs; hours on a named accelerator at a
-named MFU, and the hero's wall-clock days on a number of those accelerators.
+named MFU, and the hero's wall-clock days on a number of those accelerators; and what trains each run
+(its trainer, a command's command line). Figures and lines only: ladder.cli.plan prints them.
 """
 
 from __future__ import annotations
 
-import json
-
-import click
-
-from ladder.cli.options import table_width
 from ladder.spec import LadderSpec
 from ladder.trainers.builtin.memory_plan import rung_layout
 
@@ -72,43 +68,38 @@ def lines(runs: list[dict], accelerator: str, mfu: float, chips: int | None) -> 
     return out
 
 
-def print_plan(spec, force, mfu=0.4, chip_peak=None, as_json=False, accelerator="H100", chips=None,
-                rerun_stale=False) -> None:
-    """The plan `ladder plan` (and `submit`/`rerun --dry-run`) prints: each step and its cost, then every run's."""
-    from rich.console import Console
-    from rich.table import Table
+def trainer_rows(spec: LadderSpec, paths: dict[str, str]) -> list[dict]:
+    """Each run's trainer: its kind and, for a command, its command line as it would run into ``paths[name]``
+    (the step's folder); the template where the run is not resolved yet (an IsoFLOP placement pending)."""
+    from ladder.dag.train_steps import run_data
+    from ladder.trainers import command
+    from ladder.trainers.contract import placeholder_values, run_input
 
-    from ladder.dag import stages
-    from ladder.trainers.builtin.peaks import accelerator_peak
+    out = []
+    for run in spec.all_runs():
+        t = spec.trainer_of(run)
+        row = {"name": run.name, "trainer": t.kind}
+        if t.kind == "callable":
+            row["function"] = t.function
+        if t.kind == "command":
+            row["argv"] = list(t.command)
+            role = "hero" if spec.hero is not None and run.name == spec.hero.name else "rung"
+            if isinstance(run.batch_size, int) and run.seed is not None and run.name in paths:
+                inp = run_input(run, run_data(spec, role), paths[run.name], role=role, ladder=spec.name, resume=False)
+                values = placeholder_values(inp, f"{paths[run.name]}/run.json")
+                row["argv"] = command.argv({"command": t.command}, values)
+        out.append(row)
+    return out
 
-    chip_peak = chip_peak or accelerator_peak(accelerator)
-    entries = stages.plan_ladder(spec, force=force, rerun_stale=rerun_stale)
-    rows = []
-    for e in entries:
-        hours = e.flops / (mfu * chip_peak) / 3600 if e.flops else 0.0
-        rows.append({"step": e.name, "action": e.action, "reason": e.reason, "hash": e.hash, "path": e.path,
-                     "flops": e.flops, "accelerator_hours": hours, "stale": e.stale})
-    runs = run_figures(stages.placed(spec), mfu, chip_peak, chips)
-    from ladder.dag.tokenize import plan_lines, plan_rows
 
-    data = plan_rows(spec, entries)
-    if as_json:
-        click.echo(json.dumps({"ladder": spec.name, "mfu": mfu, "chip_peak": chip_peak, "accelerator": accelerator,
-                               "steps": rows, "runs": runs, **({"data": data} if data else {})}, indent=2))
-        return
-    table = Table(title=f"plan: {spec.name}  (accelerator-hours at MFU {mfu:.0%} of {accelerator}, {chip_peak:.3g} FLOP/s)")
-    for col in ("step", "action", "reason", "hash", "FLOPs", "accel-h", "path"):
-        table.add_column(col, overflow="fold")
+def trainer_lines(rows: list[dict]) -> list[str]:
+    """The plan's trainer section: nothing when every run is the built-in trainer's."""
+    if all(r["trainer"] == "builtin" for r in rows):
+        return []
+    import shlex
+
+    out = ["", f"{'run':<8} trainer"]
     for r in rows:
-        table.add_row(r["step"], r["action"], r["reason"], r["hash"], f"{r['flops']:.3g}" if r["flops"] else "-",
-                      f"{r['accelerator_hours']:.3g}" if r["flops"] else "-", r["path"])
-    total = sum(r["flops"] for r in rows)
-    Console(width=table_width()).print(table)
-    stale = [r["step"] for r in rows if r["stale"] and r["action"] == "skip"]
-    if stale:
-        click.echo(f"stale (code changed since they ran; --rerun-stale reruns them): {', '.join(stale)}")
-    click.echo(f"total FLOPs {total:.3g}; accelerator-hours {total / (mfu * chip_peak) / 3600:.3g}")
-    for line in plan_lines(data):
-        click.echo(line)
-    for line in lines(runs, accelerator, mfu, chips):
-        click.echo(line)
+        what = shlex.join(r["argv"]) if "argv" in r else r.get("function", "")
+        out.append(f"{r['name']:<8} {r['trainer']:<8} {what}".rstrip())
+    return out

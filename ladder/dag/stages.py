@@ -179,6 +179,11 @@ def train_alone(spec: LadderSpec, rung_name: str, max_steps: int | None = None,
     else:
         out_dir = str(Path(spec.root) / spec.name / f"train-{rung_name}")
     role = "hero" if spec.hero is not None and rung_name == spec.hero.name else "rung"
+    if spec.trainer_of(rung).kind != "builtin":
+        from ladder.dag.train_alone import train_foreign
+
+        return train_foreign(spec, rung, role, out_dir, tokenized=lambda: tokenized(spec), max_steps=max_steps,
+                             progress=progress)
     if rung.resources.processes > 1:
         from ladder.trainers.builtin.gang import Watch, connect, train_gang
         from ladder.trainers.builtin.sigterm import Sigterm

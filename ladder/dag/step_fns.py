@@ -24,40 +24,33 @@ def import_step(config: dict, ctx) -> dict:
 
 
 def train_step(config: dict, ctx) -> dict:
-    import jax
+    """A rung or the hero, trained by its trainer (config["trainer"], the built-in one when absent:
+    ladder.trainers.registry)."""
+    from functools import partial
 
-    from ladder.trainers.builtin.cores import pinned
+    from ladder.dag import bpe
+    from ladder.trainers.registry import runner
+    from ladder.trainers.run import TrainRun
 
     rung = rung_from_dict(config["rung"])
-    if rung.resources.processes > 1:
-        return _gang_step(rung, config, ctx)
-    # XLA's CPU client starts seeing every core of the machine, pinned or not: the cores it sees when
-    # it starts change its numbers (d24 and d48 rungs moved when pinned first), the pin afterwards does not.
-    jax.devices()
-    with pinned(rung.resources.cpus):
-        return _train_step(rung, config, ctx)
-
-
-def _train_step(rung: RungSpec, config: dict, ctx) -> dict:
-    from ladder.dag import bpe
-    from ladder.trainers.builtin import compile_cache, train
-    from ladder.trainers.builtin.mirror import open_output
-
-    compile_cache.enable(ctx.out_dir)
-    data = data_from_dict(config["data"])
-    # The trainer mirrors a remote out_dir through a local folder; callbacks that write beside it
-    # (the hero's forecasts) write into that folder and are uploaded with the metrics.
-    # Token shards are mapped where they are (a remote one is cached once per node), never copied whole.
-    shards = shard_dirs(ctx.dep_dirs)
     others = {k: v for k, v in ctx.dep_dirs.items() if not k.startswith(TOKENIZE_PREFIX)}
-    with open_output(ctx.out_dir) as out, local_dirs(others, ctx.out_dir) as (dep_dirs, _):
-        if config.get("role") == "hero":
-            _one_prior(out.local, dep_dirs.get("predict"))
-        callbacks = run_callbacks(rung, config, str(out.local), dep_dirs, _wandb_callbacks(config, ctx))
-        tokenizer_file = ctx.dep_path(bpe.STEP, bpe.FILE) if bpe.STEP in ctx.dep_dirs else None
-        result = train(rung, data, out, callbacks=callbacks, progress=lambda row: ctx.progress(**row),
-                       should_stop=lambda: ctx.stop_requested, shard_dirs=shards, tokenizer_file=tokenizer_file)
+    with local_dirs(others, ctx.out_dir) as (dep_dirs, _):
+        job = TrainRun(rung=rung, data=data_from_dict(config["data"]), config=config, out_dir=ctx.out_dir,
+                       dep_dirs=dep_dirs, shard_dirs=shard_dirs(ctx.dep_dirs),
+                       callbacks=partial(step_callbacks, rung, config, dep_dirs, _wandb_callbacks(config, ctx)),
+                       progress=lambda row: ctx.progress(**row), should_stop=lambda: ctx.stop_requested,
+                       heartbeat_s=ctx.heartbeat_s,
+                       tokenizer_file=ctx.dep_path(bpe.STEP, bpe.FILE) if bpe.STEP in ctx.dep_dirs else None)
+        result = runner(config.get("trainer"))(job)
     return _outcome(rung, result)
+
+
+def step_callbacks(rung: RungSpec, config: dict, dep_dirs: dict[str, str], wandb: list, out_dir: str) -> list:
+    """A training step's callbacks writing into ``out_dir``: a hero first keeps one forecasts file per
+    prediction (:func:`_one_prior`)."""
+    if config.get("role") == "hero":
+        _one_prior(Path(out_dir), dep_dirs.get("predict"))
+    return run_callbacks(rung, config, out_dir, dep_dirs, wandb)
 
 
 def _outcome(rung: RungSpec, result: dict) -> dict:
@@ -81,29 +74,6 @@ def run_callbacks(rung: RungSpec, config: dict, out_dir: str, dep_dirs: dict[str
         callbacks.append(ForecastCallback(rung=rung, out_dir=out_dir, dep_dirs=dep_dirs,
                                           every=config.get("forecast_every", 0)))
     return callbacks + list(wandb)
-
-
-def _gang_step(rung: RungSpec, config: dict, ctx) -> dict:
-    """A run over several JAX processes: one step, one result, its gang on Ray (ladder.trainers.builtin.gang). The
-    gang's first process, which writes the run's outputs, carries the callbacks a one-process run has; its
-    progress reaches the step's progress.json and a driver's stop request reaches every process, both
-    polled at the step's heartbeat (when a stop request can arrive)."""
-    from functools import partial
-
-    from ladder.dag import bpe
-    from ladder.trainers.builtin.gang import Watch, train_gang
-
-    # A gang trains into a local (or shared-filesystem) root, so its dep folders are paths as they are.
-    deps = {k: v for k, v in ctx.dep_dirs.items() if not k.startswith(TOKENIZE_PREFIX)}
-    if config.get("role") == "hero":
-        _one_prior(Path(ctx.out_dir), deps.get("predict"))
-    callbacks = partial(run_callbacks, rung, config, str(ctx.out_dir), deps, _wandb_callbacks(config, ctx))
-    watch = Watch(every=ctx.heartbeat_s, on_progress=lambda row: ctx.progress(**row),
-                  should_stop=lambda: ctx.stop_requested)
-    tokenizer_file = str(Path(deps[bpe.STEP]) / bpe.FILE) if bpe.STEP in deps else None
-    result = train_gang(rung, data_from_dict(config["data"]), ctx.out_dir, callbacks=callbacks,
-                        shard_dirs=shard_dirs(ctx.dep_dirs), watch=watch, tokenizer_file=tokenizer_file)
-    return _outcome(rung, result)
 
 
 PRIOR = "forecast_prior.json"

@@ -4,11 +4,12 @@ runs are all built here; the function they run is ``ladder.dag.step_fns.train_st
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Any
 
 from ladder.dag import kinds
-from ladder.dag.inputs import TRAIN_CODE, TRAIN_PACKAGES, step_inputs
+from ladder.dag.inputs import FOREIGN_TRAIN_CODE, TRAIN_CODE, step_inputs
 from ladder.spec import DataSpec, LadderSpec, RungSpec, to_dict
 
 TRAIN_FN = "ladder.dag.step_fns:train_step"
@@ -21,15 +22,31 @@ BYTES_SAMPLING = {"sampling": "without_replacement"}
 
 
 def train_config(spec: LadderSpec, run: RungSpec, role: str) -> dict[str, Any]:
+    """What a training step computes from (its hash covers it, less its cosmetic fields). A run trained by
+    another trainer than the built-in one has its ``trainer`` entry (ladder.trainers.registry); one trained
+    by the built-in trainer has none, so its hash is what it was before trainers had kinds."""
+    from ladder.trainers import registry
+
+    trainer = spec.trainer_of(run)
+    entry = registry.plan_entry(trainer, trainer_field(spec, run))
     return {
         "role": role,
         "ladder": spec.name,
-        "rung": to_dict(run),
+        "rung": to_dict(dataclasses.replace(run, trainer=None)),
         "data": to_dict(run_data(spec, role)),
         **(BYTES_SAMPLING if spec.data.tokenizer == "bytes" else {}),
         "wandb": to_dict(spec.wandb),
-        "inputs": {**step_inputs(TRAIN_PACKAGES, spec.data), **task_inputs(spec.data)},
+        "inputs": {**step_inputs(registry.packages(trainer), spec.data), **task_inputs(spec.data)},
+        **({"trainer": entry} if entry is not None else {}),
     }
+
+
+def trainer_field(spec: LadderSpec, run: RungSpec) -> str:
+    """Where the trainer of ``run`` is declared, as a bad-input line names it."""
+    if run.trainer is None:
+        return "trainer"
+    names = [r.name for r in spec.rungs]
+    return f"rungs[{names.index(run.name)}].trainer" if run.name in names else f"{run.name}.trainer"
 
 
 def task_inputs(data: DataSpec) -> dict[str, Any]:
@@ -72,7 +89,8 @@ def training_step(spec: LadderSpec, run: RungSpec, role: str, *, config: dict | 
     from ladder.dag.tokenize import shard_deps
     from ladder.executor import Step
 
-    fields = {"description": run.description, "code": TRAIN_CODE, **step_fields}
+    code = TRAIN_CODE if spec.trainer_of(run).kind == "builtin" else FOREIGN_TRAIN_CODE
+    fields = {"description": run.description, "code": code, **step_fields}
     fields["deps"] = tuple(fields.get("deps", ())) + shard_deps(spec)  # the token shards it maps
     return Step(name=run.name, kind=kinds.TRAIN, fn=TRAIN_FN, config=config or train_config(spec, run, role),
                 resources=task_resources(run), flops=run.flops, warm_key=warm_key(run), **fields)

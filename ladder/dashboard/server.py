@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ladder.outputs.data import Root, safe_name, to_csv
+from ladder.dashboard.data import Root, safe_name, to_csv
 
 STATIC_DIR = Path(__file__).with_name("static")
 VIEWS = ("overview", "rungs", "fit", "hero", "moe", "tables")

@@ -23,7 +23,7 @@ from typing import Any
 
 from fits.errors import InputError
 from ladder.outputs import layout
-from ladder.outputs.data import safe_name
+from ladder.outputs.files import safe_name
 from ladder.wandb.api_session import DEFAULT_TIMEOUT_S
 
 STEP_KEYS = ("_step", "Step", "step", "global_step", "trainer/global_step", "train/step")

@@ -10,7 +10,10 @@
         metrics.jsonl    one row per logged train step
         eval.jsonl       one row per eval (eval_loss, eval_loss/<domain>, bpb ...)
         events.jsonl     spikes and divergence
-        checkpoints/     orbax
+        checkpoints/     orbax (a foreign trainer's own format)
+        run.json         a foreign trainer's input: the resolved run (ladder.trainers.contract)
+        final_eval.json  a foreign trainer's final eval, when its sample differs from the other evals'
+        trainer.log      a command trainer's standard output and error
       fit:      fit.json (laws, intervals, backtest; "progress": the curve laws on imported eval curves),
                 runs.csv (the points fitted), curves.csv, progress_points.csv, hero_progress.csv,
                 baseline_marin.csv (Marin's per-5% table, when the baseline applies)
@@ -42,6 +45,9 @@ METRICS = "metrics.jsonl"
 EVAL = "eval.jsonl"
 EVENTS = "events.jsonl"
 CHECKPOINTS = "checkpoints"
+RUN_CONFIG = "run.json"  # the trainer contract's input (docs/trainers.md)
+FINAL_EVAL = "final_eval.json"
+TRAINER_LOG = "trainer.log"
 FIT = "fit.json"
 RUNS_CSV = "runs.csv"  # the fit's points
 CURVES_CSV = "curves.csv"

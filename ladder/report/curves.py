@@ -64,7 +64,7 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
                  tables: dict[str, pd.DataFrame]) -> None:
     """Fill the curve-forecast keys of `report` in place (nothing when the prediction has no curve law)."""
     from ladder.analysis.curve_laws import BASELINE_MARIN_CSV
-    from ladder.analysis.snapshots import hero_points, snapshots
+    from ladder.analysis.snapshots import hero_points, imported_snapshots
 
     p = (prediction or {}).get("hero") or {}
     hero = report.get("hero")
@@ -116,8 +116,9 @@ def add_progress(report: dict, prediction: dict, dep_dirs: dict[str, str], confi
         table = tables.get(f"baseline/{name}")
         if table is not None and not table.empty:
             b["recorded"] = compare(table, pts)
-    if live is None:
-        hero["snapshots"] = snapshots(dep_dirs["fit"], pts, curve, float(p.get("level") or 0.9))
+    if live is None:  # the same rule and the same rows as a followed hero's (ladder.analysis.snapshots)
+        hero["snapshots"] = imported_snapshots(dep_dirs["fit"], predict_dir, pts, {
+            n: tables[f"baseline/{n}"] for n in baselines if not tables[f"baseline/{n}"].empty})
     tables["hero_recorded"] = pts
 
 

@@ -19,7 +19,7 @@ Counting conventions (shared with fits/ and the trainer, checked against a hand 
 """
 
 from .isoflop import IsoFlopBudget, IsoFlopSpec
-from .load import REPLICA_SEED_STRIDE, apply_overrides, load_spec, resolve, resolve_rung
+from .load import REPLICA_SEED_STRIDE, apply_overrides, apply_variant, load_spec, resolve, resolve_rung
 from .model import (
     BALANCING,
     BUILTIN_SOURCES,
@@ -38,6 +38,7 @@ from .model import (
     deepseek_lr_rule,
 )
 from .runs import (
+    TRAINER_KINDS,
     DataSpec,
     DomainSpec,
     FitSpec,
@@ -50,16 +51,18 @@ from .runs import (
     ScheduleSpec,
     TargetSpec,
     TaskSpec,
+    TrainerSpec,
     WandbSpec,
 )
-from .serial import data_from_dict, rung_from_dict, to_dict
+from .serial import data_from_dict, rung_from_dict, to_dict, trainer_from_dict
 from .validate import validate
 
 __all__ = [
     "BALANCING", "BUILTIN_SOURCES", "COMPUTE_DTYPES", "COOLDOWN_SHAPES", "COSMETIC_FIELDS", "HASH_NEUTRAL_DEFAULTS",
-    "PARALLEL_MODES", "REPLICA_SEED_STRIDE", "RULE_KINDS", "SCHEDULES", "WANDB_MODES",
+    "PARALLEL_MODES", "REPLICA_SEED_STRIDE", "RULE_KINDS", "SCHEDULES", "TRAINER_KINDS", "WANDB_MODES",
     "DataSpec", "DomainSpec", "FitSpec", "GateSpec", "IsoFlopBudget", "IsoFlopSpec", "LadderSpec", "ModelSpec",
-    "OptimSpec", "Resources", "Rule", "RunChange", "RungSpec", "ScheduleSpec", "SpecError", "TargetSpec", "TaskSpec", "WandbSpec",
-    "apply_overrides", "data_from_dict", "deepseek_batch_rule", "deepseek_lr_rule", "load_spec", "resolve",
-    "resolve_rung", "rung_from_dict", "to_dict", "validate",
+    "OptimSpec", "Resources", "Rule", "RunChange", "RungSpec", "ScheduleSpec", "SpecError", "TargetSpec", "TaskSpec",
+    "TrainerSpec", "WandbSpec",
+    "apply_overrides", "apply_variant", "data_from_dict", "deepseek_batch_rule", "deepseek_lr_rule", "load_spec", "resolve",
+    "resolve_rung", "rung_from_dict", "to_dict", "trainer_from_dict", "validate",
 ]

@@ -18,7 +18,7 @@ from ladder import spec as spec_mod
 
 SPEC_CLASSES = ("LadderSpec", "RungSpec", "RunChange", "ModelSpec", "OptimSpec", "ScheduleSpec", "Resources", "Rule",
                 "TargetSpec", "DataSpec", "DomainSpec", "TaskSpec", "FitSpec", "GateSpec", "WandbSpec", "IsoFlopSpec",
-                "IsoFlopBudget")
+                "IsoFlopBudget", "TrainerSpec")
 
 FIELD_DOCS = {
     "LadderSpec.name": "the ladder's name: its outputs live under <root>/<name>/",
@@ -29,6 +29,8 @@ FIELD_DOCS = {
     "LadderSpec.fit": "how the laws are fit and their intervals made (FitSpec)",
     "LadderSpec.gate": "when the hero may start (GateSpec)",
     "LadderSpec.wandb": "Weights & Biases logging (WandbSpec)",
+    "LadderSpec.variants": ("named changes of the recipe, {name: {key: value}} with keys as --set takes them "
+                            "('runs.<field>': every rung and the hero); --variant NAME trains the ladder <name>+NAME"),
     "LadderSpec.root": "where outputs go: a folder or an fsspec URL (--root, then LADDER_ROOT, override it)",
     "LadderSpec.seed": "the ladder's seed; a rung without its own seed takes it",
     "LadderSpec.description": "free text shown in plans and reports (not hashed)",
@@ -49,6 +51,20 @@ FIELD_DOCS = {
     "RungSpec.changes": "changes made mid-run (RunChange: step, what, note), e.g. a data-mix switch; `ladder follow` "
                         "widens the forecast past each to the rungs-only band until 3 points after it, then re-anchors "
                         "there; the report and dashboard mark each (recorded, not hashed)",
+    "LadderSpec.trainer": "what trains every run without its own (TrainerSpec; docs/trainers.md): the built-in "
+                          "JAX trainer by default",
+    "RungSpec.trainer": "what trains this run (TrainerSpec); None: the ladder's trainer",
+    "TrainerSpec.kind": "builtin (the JAX trainer), command (an argv template run as the step's child) or callable "
+                        "(a Python function called in the step's worker)",
+    "TrainerSpec.command": "a command's argv template, e.g. ('{python}', 'train.py', '--config', '{config}'); "
+                           "placeholders are checked at plan time (docs/trainers.md lists them)",
+    "TrainerSpec.env": "variables added to the trainer's environment (placeholders filled); hashed",
+    "TrainerSpec.function": "a callable's 'package.module:function', called as function(run) or "
+                            "function(run, should_stop)",
+    "TrainerSpec.code": "files the trainer's results depend on, relative to the spec's folder: their digests are "
+                        "part of the step's hash",
+    "TrainerSpec.base_dir": "the folder relative paths are relative to: the spec file's, filled when it is loaded "
+                            "(not hashed)",
     "RunChange.step": "the step the change was made at (before the run's last step)",
     "RunChange.what": "what changed: 'data mix', 'lr', 'batch size' ...",
     "RunChange.note": "free text: why, where it is recorded (a W&B run id, an issue)",

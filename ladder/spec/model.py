@@ -17,7 +17,8 @@ BUILTIN_SOURCES = ("builtin:stdlib_py", "builtin:pydoc_topics", "builtin:kjv", "
 
 # Fields that describe but do not change what a step computes: excluded from content hashes.
 # "replica" only picks a rung's seed, and the resolved seed is hashed.
-COSMETIC_FIELDS = frozenset({"description", "notes", "wandb", "resources", "root", "replica", "placement", "changes"})
+COSMETIC_FIELDS = frozenset({"description", "notes", "wandb", "resources", "root", "replica", "placement", "changes",
+                             "base_dir", "variants"})
 # Fields added after ladders had already run: at these defaults they stay out of content hashes, so
 # existing outputs keep their addresses; any other value is hashed like every field.
 HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_latent": 0, "shared_d_ff": 0,
@@ -33,6 +34,8 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          "backtest_rule": "threshold",
                          # A gate from before the field had no replica check; at the default it keeps its address.
                          "replica_outlier_level": 0.01,
+                         # A run's own trainer: None takes the ladder's, which a training step hashes by itself.
+                         "trainer": None,
                          # A run from before tasks were scored evaluated none; without tasks it keeps its address.
                          "tasks": []}
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from fits.laws.registry import final_law_min_rungs
 
 from .model import ModelSpec, Rule
 
@@ -80,6 +82,25 @@ class Resources:
     memory_fraction: float = 0.0
 
 
+TRAINER_KINDS = ("builtin", "command", "callable")
+
+
+@dataclass(frozen=True)
+class TrainerSpec:
+    """What trains a run (docs/trainers.md): the built-in JAX trainer, a command (an argv template with
+    ``{config}``, ``{out}``, ``{steps}``, ... placeholders, and env) or a Python callable
+    (``package.module:function``) run in the step's Ray worker. ``code``: the files its results depend on,
+    whose digests the step's hash covers. Relative paths (``code``, a command's files) are relative to
+    ``base_dir``: the spec file's folder, filled in when the spec is loaded (not hashed)."""
+
+    kind: str = "builtin"
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    function: str = ""
+    code: tuple[str, ...] = ()
+    base_dir: str = ""
+
+
 @dataclass(frozen=True)
 class RunChange:
     """A change made to a run mid-way (a data-mix switch, an LR or batch change): from `step` on, the run
@@ -126,6 +147,8 @@ class RungSpec:
     placement: str = ""
     # changes made mid-run, declared after the fact (a hero's mix switch): recorded, not hashed
     changes: tuple[RunChange, ...] = ()
+    # what trains this run; None: the ladder's trainer
+    trainer: TrainerSpec | None = None
 
     @property
     def flops(self) -> float:
@@ -215,8 +238,9 @@ class DataSpec:
         return replace(self, eval_tokens=self.final_tokens)
 
 
-# Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this).
-FINAL_LAW_MIN_RUNGS = {"compute": 3, "compute_domains": 3, "chinchilla": 3, "chinchilla_tied": 2}
+# Final-loss laws and the fewest rung sizes each can be fitted on (validation and the fit step read this),
+# from fits' one law registry.
+FINAL_LAW_MIN_RUNGS = final_law_min_rungs()
 
 
 @dataclass(frozen=True)
@@ -275,6 +299,15 @@ class LadderSpec:
     train_hero: bool = True  # False: predict the hero but never train it here (e.g. a 535B hero)
     description: str = ""
     isoflop: IsoFlopSpec | None = None  # an IsoFLOP sweep that places the runs declared by budget
+    trainer: TrainerSpec = field(default_factory=TrainerSpec)  # what trains every run without its own
+    # Named changes of the recipe, each {key: value} overrides as --set takes them ("runs.<field>" sets a
+    # field of every rung and the hero): `--variant NAME` trains the ladder <name>+NAME with them applied
+    # (ladder.spec.load.apply_variant), which `ladder compare` sets against this one.
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def trainer_of(self, run: RungSpec) -> TrainerSpec:
+        """The trainer of ``run``: its own, else the ladder's."""
+        return run.trainer if run.trainer is not None else self.trainer
 
     def all_runs(self) -> tuple[RungSpec, ...]:
         return self.rungs + ((self.hero,) if self.hero is not None else ())

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .model import COSMETIC_FIELDS, ModelSpec, Rule
-from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec, TaskSpec
+from .runs import DataSpec, DomainSpec, OptimSpec, Resources, RunChange, RungSpec, ScheduleSpec, TargetSpec, TaskSpec, TrainerSpec
 
 
 def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
@@ -29,7 +29,7 @@ def to_dict(obj: Any, *, drop_cosmetic: bool = False) -> Any:
 _TYPES = {
     cls.__name__: cls
     for cls in (Rule, ModelSpec, ScheduleSpec, OptimSpec, Resources, RungSpec, TargetSpec, DomainSpec, DataSpec, RunChange,
-                TaskSpec)
+                TrainerSpec, TaskSpec)
 }
 
 
@@ -55,7 +55,13 @@ def rung_from_dict(d: Mapping[str, Any]) -> RungSpec:
         budget=d.get("budget", 0.0),
         placement=d.get("placement", ""),
         changes=tuple(RunChange(**c) for c in d.get("changes") or ()),
+        trainer=trainer_from_dict(d["trainer"]) if d.get("trainer") else None,
     )
+
+
+def trainer_from_dict(d: Mapping[str, Any]) -> TrainerSpec:
+    return TrainerSpec(kind=d.get("kind", "builtin"), command=tuple(d.get("command") or ()), env=dict(d.get("env") or {}),
+                       function=d.get("function", ""), code=tuple(d.get("code") or ()), base_dir=d.get("base_dir", ""))
 
 
 def data_from_dict(d: Mapping[str, Any]) -> DataSpec:

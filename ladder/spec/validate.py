@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from .model import (
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
 from .validate_tasks import validate_tasks
+from .validate_trainer import validate_run_trainer, validate_trainer
 
 
 def _check_type(problems: list[str], path: str, value: Any, types: tuple[type, ...], what: str) -> bool:
@@ -257,8 +258,11 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     problems: list[str] = []
     if not isinstance(spec, LadderSpec):
         raise SpecError([f"LADDER: expected a LadderSpec, got {type(spec).__name__}"])
-    if not isinstance(spec.name, str) or not spec.name or not spec.name.replace("_", "").replace("-", "").isalnum():
+    # '+' joins a ladder and its variant (tiny+dense): each part a name of its own
+    if not isinstance(spec.name, str) or not all(p.replace("_", "").replace("-", "").isalnum() for p in spec.name.split("+")):
         problems.append(f"name: {spec.name!r} must be a non-empty name of letters, digits, '_' or '-'")
+    if not isinstance(spec.variants, Mapping):
+        problems.append(f"variants: expected a mapping of name to overrides, got {type(spec.variants).__name__}")
     if not isinstance(spec.rungs, tuple | list) or not spec.rungs:
         problems.append("rungs: at least one rung is required")
         raise SpecError(problems)
@@ -277,6 +281,11 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         _validate_model(problems, f"targets[{i}].model", target.model)
         _positive_int(problems, f"targets[{i}].tokens", target.tokens)
     _validate_data(problems, "data", spec.data, base_dir)
+    validate_trainer(problems, "trainer", spec.trainer)
+    for i, run in enumerate(spec.all_runs()):
+        where = "hero" if i == len(spec.rungs) else f"rungs[{i}]"
+        validate_trainer(problems, f"{where}.trainer", getattr(run, "trainer", None))
+        validate_run_trainer(problems, where, spec.trainer_of(run) if isinstance(run, RungSpec) else None, run)
     _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")

@@ -193,8 +193,8 @@ def log_ladder_run(root: str | Path, ladder: str, spec: Any = None, mode: str | 
     resolved = resolve_mode(mode, getattr(wb, "mode", None))
     if resolved == "disabled":
         return None
+    from ladder.dashboard.data import Root
     from ladder.outputs import layout
-    from ladder.outputs.data import Root
 
     r = Root(root)
     dirs = r.step_dirs(ladder)

@@ -109,6 +109,28 @@ def test_no_import_circle_in_ladder_or_fits():
     assert cycles(graph) == []
 
 
+# Arrows that would run up the layers (docs/architecture.md): the package on the left never imports those on
+# the right, at the top of a module or inside a function. The file readers below the dashboard and the report
+# do not reach into them; what builds the DAG does not print through the command line; the trainers do not
+# know the DAG that runs them (the step hands them a TrainRun).
+NEVER_IMPORTS = {
+    "ladder.outputs": ("ladder.dashboard", "ladder.report", "ladder.cli"),
+    "ladder.dag": ("ladder.cli",),
+    "ladder.trainers": ("ladder.dag", "ladder.cli", "ladder.dashboard", "ladder.report"),
+}
+
+
+def test_no_import_runs_up_the_layers():
+    known = modules()
+    upward = []
+    for name, path in known.items():
+        for low, above in NEVER_IMPORTS.items():
+            if name == low or name.startswith(low + "."):
+                upward += [f"{name} imports {m}" for m in sorted(imports(name, path, known))
+                           if any(m == a or m.startswith(a + ".") for a in above)]
+    assert upward == []
+
+
 def test_fits_imports_no_private_name_of_another_module():
     private = []
     for path in sorted((ROOT / "fits").rglob("*.py")):

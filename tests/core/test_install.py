@@ -107,3 +107,17 @@ def test_cluster_images_install_into_a_python_that_satisfies_requires_python(nam
     installs = [c for c in setup if "pip install -e" in c]
     assert installs and all(f"{venv.group(3)}/bin/python -m pip" in c for c in installs)
     assert any(f"{venv.group(3).replace('~', '$HOME')}/bin:$PATH" in c for c in setup), "Ray must start from the venv"
+
+
+def test_torch_comes_with_the_development_install_not_with_train():
+    """examples/torch_gpt and its tests need torch: `make install` brings a CPU build through the `torch` extra,
+    while `[train]` (and `[gpu]`, `[tpu]`, which extend it) never pulls torch's GBs into a user's install."""
+    import re
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {extra: {re.split(r"[<>=\[ ;]", req)[0] for req in reqs} for extra, reqs in extras.items()}
+    assert names["torch"] == {"torch"}
+    assert all("torch" not in names[e] for e in ("train", "gpu", "tpu", "dev")), names
+    install = (REPO / "Makefile").read_text().split("$(STAMP): pyproject.toml")[1].split("\n\n")[0]
+    assert "--torch-backend cpu -e '.[torch]'" in install and "pip install -q -e '.[torch]'" in install

@@ -5,6 +5,7 @@ to new directories (retraining them).
 Re-pinned deliberately (issue 45): the ``bytes`` ladders (smoke, tiny, smoke_isoflop) sample without
 replacement now, which changes their batches, so their train configs say so (``sampling``) and every
 step moves; marin_moe_535b names its tokenizer (Llama 3's 128,256 tokens, declared) instead of ``bytes``.
+Re-pinned deliberately (issue 55): tiny is a new ladder (seven depth-scaled sizes at one seed each).
 
 The hashed ``inputs`` (package versions, data digests) are set to one value first: they change with
 an upgrade, which is meant to move a run, and are not what this test guards. The kinds the hashes
@@ -37,21 +38,18 @@ PINNED = {
         "rung_4": "9a76f6b995d3",
     },
     "tiny": {
-        "fit": "fd9bd0485189",
-        "gate": "57111cdc3ea7",
-        "hero": "86716e4c0440",
-        "predict": "875dd6fa168f",
-        "report": "b1ccf65e1c08",
-        "rung_1": "5727714cc6df",
-        "rung_1_r1": "8ddea1c8cfa7",
-        "rung_2": "4d95173907fd",
-        "rung_2_r1": "8ec24d129940",
-        "rung_3": "07060367d0c5",
-        "rung_3_r1": "7d1090189975",
-        "rung_4": "cd50a289d103",
-        "rung_4_r1": "180e3a66cda0",
-        "rung_5": "0c17e30b9a14",
-        "rung_5_r1": "d34bf83751f8",
+        "fit": "9f503a839618",
+        "gate": "b9be66dff175",
+        "hero": "67fd47723043",
+        "predict": "276dd495f796",
+        "report": "459e8325e697",
+        "rung_1": "235c1606e158",
+        "rung_2": "cdfc3d223c5a",
+        "rung_3": "5ec8b8fc281e",
+        "rung_4": "7580b2fe8154",
+        "rung_5": "b24f25bf6bff",
+        "rung_6": "17cd7d3a0dc9",
+        "rung_7": "1f81bbda5c09",
     },
     "smoke_isoflop": {
         "fit": "b402a54ecb05",

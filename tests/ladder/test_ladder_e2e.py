@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -254,3 +255,8 @@ def test_gate_blocks_a_ladder_with_a_diverged_rung(smoke_root, tmp_path):
     assert st["report"]["status"] == "SUCCESS"
     rep = json.loads((st["report"]["dir"] / "report.json").read_text())
     assert rep["gate"]["passed"] is False
+    # `ladder report`, make demo's last command, ends on what to do next, how often, and where the report is
+    lines = run_cli("report", *args[1:4], *args[5:]).stdout.splitlines()
+    force = shlex.join(["ladder", "submit", SMOKE, "--root", str(root), *args[5:], "--force"])
+    assert lines[-3].startswith("hero: not trained, the gate BLOCKED it") and f"`{force}`" in lines[-3], lines[-3:]
+    assert lines[-2].startswith("How often the gate blocks this ladder") and lines[-1].startswith("report: ")

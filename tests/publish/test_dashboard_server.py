@@ -14,9 +14,9 @@ import urllib.request
 
 import pytest
 
+from ladder.dashboard.data import Root
 from ladder.dashboard.server import DashboardServer
 from ladder.outputs import layout, readers
-from ladder.outputs.data import Root
 
 
 def get(url: str, headers: dict | None = None):
@@ -231,7 +231,7 @@ def test_jsonl_reader_concurrent_with_writer(tmp_path):
     """Request threads read while a run appends: no errors, every read a consistent prefix."""
     import threading
 
-    from ladder.outputs.data import FileCache
+    from ladder.dashboard.data import FileCache
 
     path = tmp_path / "metrics.jsonl"
     path.write_text("")

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from patience import HANG_S
 from wandb_history import read_wandb_history
 
+from ladder.dashboard.data import Root
 from ladder.outputs import layout
-from ladder.outputs.data import Root
 from ladder.wandb import log as wandb_log
 
 DATA = Path(__file__).parent / "data"

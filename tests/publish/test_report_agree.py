@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ladder.dashboard.data import Root
 from ladder.outputs import layout, readers
-from ladder.outputs.data import Root
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "experiments" / "smoke.py")

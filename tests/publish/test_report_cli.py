@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ladder.dashboard.data import Root
 from ladder.outputs import layout
-from ladder.outputs.data import Root
 
 REPO = Path(__file__).resolve().parents[2]
 HERO_EVAL = REPO / "fits" / "reference_data" / "marin_moe_535b" / "hero_eval.csv"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from patience import HANG_S
 
+from ladder.dashboard.data import Root
 from ladder.dashboard.server import DashboardServer
 from ladder.outputs import readers
-from ladder.outputs.data import Root
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")

@@ -10,7 +10,7 @@ from conftest import DENSE, make_rung
 
 from ladder.spec import LadderSpec, SpecError, validate
 from ladder.trainers.builtin import train
-from ladder.trainers.builtin.loop import cadence
+from ladder.trainers.cadence import cadence
 
 STEPS = 12
 

@@ -52,11 +52,12 @@ STOP = "STOP"
 class Watch:
     """What the caller of a gang follows while it trains, polled every ``every`` seconds: ``on_progress(row)``
     gets each new progress row of the first process; ``should_stop()`` true asks the gang to checkpoint and
-    return INTERRUPTED."""
+    return INTERRUPTED; ``on_poll()`` runs at each poll (a foreign trainer's gang follows its rows there)."""
 
     every: float
     on_progress: Callable[[dict], None] | None = None
     should_stop: Callable[[], bool] | None = None
+    on_poll: Callable[[], None] | None = None
 
 
 def progress_writer(path: Path, every: float) -> Callable[[dict], None]:
@@ -77,6 +78,8 @@ def progress_writer(path: Path, every: float) -> Callable[[dict], None]:
 def _poll(folder: Path, watch: Watch, last: dict | None) -> dict | None:
     """Forward the first process's progress row when it is new; pass a stop request on to the members.
     Returns the last row forwarded."""
+    if watch.on_poll is not None:
+        watch.on_poll()
     path = folder / PROGRESS
     row = json.loads(path.read_text()) if path.exists() else None  # written atomically: whole or absent
     if row is not None and row != last and watch.on_progress is not None:
@@ -150,6 +153,11 @@ def connect() -> None:
         ray.init(address=os.environ.get("RAY_ADDRESS") or "local", include_dashboard=False, logging_level="WARNING")
 
 
+class MemberLost(RuntimeError):
+    """A member's call ended in a way that means its process was lost (killed by a signal it was not sent):
+    the gang restarts like it does when a member's actor dies."""
+
+
 def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: int | None = None,
                on_start: Callable[[list], None] | None = None, callbacks: Callable[[], Sequence] | None = None,
                shard_dirs: dict[str, str] | None = None, watch: Watch | None = None,
@@ -160,6 +168,30 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
     the run's (a hero's live forecast, W&B); ``shard_dirs``: the token shards of a tokenized corpus
     (``tokenizer_file``: a ``bpe:`` ladder's tokenizer.json, which encodes ``data.tasks``);
     ``watch``: the progress and stop request the caller follows (module docstring)."""
+    import ray
+
+    rung_d, data_d = to_dict(rung), to_dict(data)
+    every = watch.every if watch is not None else None
+
+    def start(actors: list, out: str) -> list:
+        coordinator = ray.get(actors[0].coordinator.remote())
+        if on_start is not None:
+            on_start(actors)
+        n = len(actors)
+        return [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps, callbacks if i == 0 else None,
+                               shard_dirs, every, tokenizer_file) for i, a in enumerate(actors)]
+
+    return run_gang(rung, out_dir, Member, member_env(rung), start, watch=watch)
+
+
+def run_gang(rung: RungSpec, out_dir: str | os.PathLike, member: type, env: dict[str, str],
+             start: Callable[[list, str], list], *, watch: Watch | None = None,
+             check: Callable[[object], None] | None = None):
+    """The gang machinery any trainer's gang shares: a placement group of one bundle a process (``cpus`` and
+    ``gpus`` split evenly), one ``member`` actor in each with ``env``; ``start(actors, out)`` makes each
+    member's call; the calls are waited on together (the caller's ``watch`` polled in between), and the
+    first's value returned. A member whose actor dies (or whose value ``check`` finds lost, raising
+    :class:`MemberLost`) tears the gang down and starts it again, up to ``max_retries`` times."""
     import ray
 
     connect()
@@ -175,11 +207,10 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
     bundle = {"CPU": float(res.cpus) / n}
     if res.gpus > 0:
         bundle["GPU"] = float(res.gpus) / n
-    rung_d, data_d = to_dict(rung), to_dict(data)
     out = str(Path(out_dir).absolute())
     folder = Path(out) / GANG_DIR
     every = watch.every if watch is not None else None
-    member_cls = ray.remote(Member)
+    member_cls = ray.remote(member)
     attempts = int(res.max_retries) + 1
     for attempt in range(attempts):
         # A stop or a row left by an earlier gang is not this one's.
@@ -190,30 +221,28 @@ def train_gang(rung: RungSpec, data, out_dir: str | os.PathLike, *, max_steps: i
         ray.get(pg.ready())
         actors = [member_cls.options(
             num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), max_restarts=0,
-            runtime_env={"env_vars": member_env(rung)},
+            runtime_env={"env_vars": env},
             scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i),
         ).remote() for i in range(n)]
         try:
-            coordinator = ray.get(actors[0].coordinator.remote())
-            if on_start is not None:
-                on_start(actors)
-            calls = [a.train.remote(coordinator, n, i, rung_d, data_d, out, max_steps, callbacks if i == 0 else None,
-                                    shard_dirs, every, tokenizer_file) for i, a in enumerate(actors)]
+            calls = start(actors, out)
             pending, last = list(calls), None
             while pending:  # the first member to fail ends the gang: the others would wait in a collective
                 done, pending = ray.wait(pending, num_returns=1, timeout=every)
                 for d in done:
-                    ray.get(d)
+                    value = ray.get(d)
+                    if check is not None:
+                        check(value)
                 if watch is not None:
                     last = _poll(folder, watch, last)
             return ray.get(calls[0])
-        except (ActorDiedError, ActorUnavailableError, RayActorError) as exc:
+        except (ActorDiedError, ActorUnavailableError, RayActorError, MemberLost) as exc:
             if watch is not None and watch.should_stop is not None and watch.should_stop():
                 raise RuntimeError(f"{rung.name}: a member of its gang died ({type(exc).__name__}) while the "
                                    "gang was stopping: not restarted") from exc
             if attempt + 1 >= attempts:
                 raise RuntimeError(f"{rung.name}: a member of its gang of {n} processes died {attempts} times; "
-                                   f"the last: {type(exc).__name__}") from exc
+                                   f"the last: {type(exc).__name__}: {exc}") from exc
             print(f"[ladder.train] {rung.name}: a member of its gang died ({type(exc).__name__}); restarting the "
                   f"gang of {n} from its newest checkpoint", flush=True)
         finally:

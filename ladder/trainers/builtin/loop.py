@@ -50,6 +50,7 @@ from ladder.trainers.builtin.sigterm import Sigterm, any_process
 from ladder.trainers.builtin.start import start as run_start
 from ladder.trainers.builtin.stream import open_mixture
 from ladder.trainers.builtin.task_eval import task_runner
+from ladder.trainers.cadence import cadence
 
 
 class Diverged(RuntimeError):
@@ -58,20 +59,6 @@ class Diverged(RuntimeError):
     def __init__(self, result: dict):
         super().__init__(result.get("message", "training diverged"))
         self.result = result
-
-
-def cadence(total_steps: int, every: int, n: int) -> frozenset[int]:
-    """The steps a run evaluates (or saves) at, the end included.
-
-    An explicit ``every`` is kept as given (its multiples, then the end). A count ``n`` means n points
-    spaced evenly and ending on the last step: multiples of ``total // n`` put one a step or two before
-    the end as well (rung_1's 1,596 steps evaluated at 1,595 and 1,596), an eval, a checkpoint and a
-    forecast snapshot for nothing.
-    """
-    if every:
-        return frozenset(range(every, total_steps, every)) | {total_steps}
-    n = max(1, min(int(n), total_steps))
-    return frozenset(max(1, round(total_steps * k / n)) for k in range(1, n + 1))
 
 
 def train(

@@ -90,6 +90,7 @@ def summarise(rung, data, mixture, state, metrics_w, failed_step, stop, total_st
         "branches": branch_rows,
         # passes over each domain's training text: rungs that differ here see differently repeated data
         "epochs_by_domain": mixture.epochs_seen(done_step, rung.batch_size),
+        "trainer": {"kind": "builtin"},  # every run's result names what trained it (docs/trainers.md)
     }
     if failed_step is not None:
         res["failed_step"] = failed_step

@@ -1,0 +1,141 @@
+"""`ladder compare A B` on synthetic ladders built through the real CLI without training: the default
+ladder (A) and its variant code70 (B) imported from finals drawn on a known law with a known effect
+(`ladder import-results`), then compared. Bad input: an unfinished ladder, two ladders with no size in
+common, a variant naming an unknown field or no variant at all: one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from patience import HANG_S
+
+REPO = Path(__file__).resolve().parents[2]
+LADDER = str(Path(sys.executable).parent / "ladder")
+TINY = str(REPO / "experiments" / "tiny.py")
+MARIN = str(REPO / "experiments" / "marin_moe_535b.py")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
+
+
+def law(c: float) -> float:
+    return 1.0 + 40.0 * c ** -0.1
+
+
+def shrinking(c: float) -> float:
+    """B's compute-equivalent multiplier: 1.3x at 1e12 FLOPs, falling 17% a decade."""
+    return 1.3 * (c / 1e12) ** -0.08
+
+
+def write_finals(tmp: Path, drop: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """A's and B's finals: each run on the law (B's at its multiplier), the luck of its seed shared by
+    the pair of one seed (the same data order) and a small paired difference."""
+    from ladder.spec import load_spec
+
+    rng = np.random.default_rng(0)
+    rows_a, rows_b = [], []
+    for run in load_spec(TINY).all_runs():
+        luck = math.exp(rng.normal(0.0, 0.004))
+        rows_a.append({"name": run.name, "loss": law(run.flops) * luck})
+        rows_b.append({"name": run.name, "loss": law(run.flops * shrinking(run.flops)) * luck
+                       * math.exp(rng.normal(0.0, 0.001))})
+    a, b = tmp / "a.csv", tmp / "b.csv"
+    pd.DataFrame(rows_a).to_csv(a, index=False)
+    pd.DataFrame([r for r in rows_b if r["name"] not in drop]).to_csv(b, index=False)
+    return a, b
+
+
+@pytest.fixture(scope="module")
+def pair_root(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compare")
+    a, b = write_finals(tmp)
+    root = tmp / "root"
+    assert run_cli("import-results", TINY, str(a), "--root", str(root)).returncode == 0
+    proc = run_cli("import-results", TINY, str(b), "--variant", "code70", "--root", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "tiny+code70" in proc.stdout and "--variant code70" in proc.stdout
+    return root
+
+
+def test_compare_measures_a_shrinking_effect_and_carries_it_to_the_hero(pair_root, tmp_path):
+    from ladder.spec import load_spec
+
+    page = tmp_path / "compare.html"
+    proc = run_cli("compare", TINY, TINY, "--variant-b", "code70", "--root", str(pair_root), "--draws", "60",
+                   "--html", str(page), "--json")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["a"]["ladder"] == "tiny" and d["b"]["ladder"] == "tiny+code70"
+    effect = d["effect"]
+    assert [r["size"] for r in effect["per_size"]] == [f"rung_{i}" for i in range(1, 6)]
+    assert all(r["pairs"] == 2 and r["lower"] < r["multiplier"] < r["upper"] for r in effect["per_size"])
+    assert effect["noise"]["mode"] == "paired"
+    assert effect["trend"]["verdict"] == "shrinks" and "shrinks with scale" in d["verdict"]
+    hero = effect["at_hero"]
+    assert set(hero) >= {"multiplier", "lower", "upper", "delta", "delta_lower", "delta_upper"}
+    true_hero = shrinking(load_spec(TINY).hero.flops)
+    assert hero["lower"] < true_hero < hero["upper"]
+    assert effect["backtest"]["ok"] and effect["backtest"]["size"] == "rung_5"
+    heroes = effect["heroes"]  # both heroes were imported: their actual difference beside the band
+    assert heroes["delta"] < 0 and heroes["inside"] in (True, False)
+    assert d["html"] == str(page)
+    text = page.read_text()
+    assert "f-mult" in text and "tiny+code70" in text and "shrinks with scale" in text
+    proc = run_cli("compare", TINY, TINY, "--variant-b", "code70", "--root", str(pair_root), "--draws", "30")
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict: B's gain shrinks" in proc.stdout and "backtest: rung_5 predicted from" in proc.stdout
+
+
+def _one_line_refusal(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_an_unfinished_ladder_is_refused_and_nothing_is_written(tmp_path):
+    a, b = write_finals(tmp_path, drop=("rung_5_r1", "hero"))
+    root = tmp_path / "root"
+    assert run_cli("import-results", TINY, str(a), "--root", str(root)).returncode == 0
+    assert run_cli("import-results", TINY, str(b), "--variant", "code70", "--root", str(root)).returncode == 0
+    page = tmp_path / "compare.html"
+    proc = run_cli("compare", TINY, TINY, "--variant-b", "code70", "--root", str(root), "--html", str(page))
+    _one_line_refusal(proc, "ladder B (tiny+code70) is unfinished", "rung_5_r1 (not run)")
+    assert not page.exists() and not list(tmp_path.glob(".compare.html*"))
+
+
+def test_two_ladders_with_no_size_in_common_are_refused(pair_root, tmp_path):
+    from ladder.spec import load_spec
+
+    rows = [{"name": r.name, "loss": 2.0 + r.model.params_active ** -0.1} for r in load_spec(MARIN).rungs]
+    pd.DataFrame(rows).to_csv(tmp_path / "marin.csv", index=False)
+    assert run_cli("import-results", MARIN, str(tmp_path / "marin.csv"), "--root", str(pair_root)).returncode == 0
+    proc = run_cli("compare", TINY, MARIN, "--root", str(pair_root), "--html", str(tmp_path / "c.html"))
+    _one_line_refusal(proc, "share no size", "d768", "rung_1")
+    assert not (tmp_path / "c.html").exists()
+
+
+def test_a_variant_naming_an_unknown_field_or_none_is_refused(tmp_path):
+    spec = tmp_path / "tiny_bad.py"
+    spec.write_text(Path(TINY).read_text().replace(
+        '    variants={\n', '    variants={\n        "typo": {"runs.optim.weight_decayy": 0.0},\n'))
+    root = tmp_path / "root"
+    proc = run_cli("compare", str(spec), str(spec), "--variant-b", "typo", "--root", str(root))
+    _one_line_refusal(proc, "variants['typo'] runs.optim.weight_decayy", "OptimSpec has no field 'weight_decayy'")
+    proc = run_cli("submit", str(spec), "--root", str(root))  # every command loads the variants, used or not
+    _one_line_refusal(proc, "variants['typo']")
+    proc = run_cli("compare", TINY, TINY, "--variant-b", "nope", "--root", str(root))
+    _one_line_refusal(proc, "--variant nope", "declares no such variant", "code70, dense")
+    assert not root.exists()
