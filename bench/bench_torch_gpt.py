@@ -51,7 +51,7 @@ def _builtin(name: str, out: Path, cpu: int) -> float:
 
 
 def _torch(spec, name: str, out: Path, cpu: int) -> float:
-    from ladder.dag.stages import run_data
+    from ladder.dag.train_steps import run_data
     from ladder.outputs.layout import iter_jsonl
     from ladder.trainers.contract import run_input
 

@@ -24,6 +24,11 @@ Whole-curve laws (curves: DataFrames with step, lr, loss)
     predict_schedule(result, schedule_df) -> loss at each row
     fit_joint_curves({N: [curves]}, law="multipower") -> FitResult; .model().predict(N, step, lr)
 
+Task accuracy (a checkpoints table: run, params, tokens and metric columns; fits.tasks, docs/tasks.md)
+    fit_chain(points, loss, acc, chance=None) -> FitResult   (N, D) -> loss -> accuracy (two steps)
+    fit_single_step(points, acc, chance=...) -> FitResult    (N, D) -> accuracy on the finals
+    forecast_task(points, TaskColumns(...), N, D) -> FitResult   method chosen by backtests, with interval
+
 Hyperparameter rules (fits.hparams; a sweep: one row per run)
     fit_rule(budget, x, loss) -> RuleFit                     x_opt = coef * budget^exponent, per-budget
                                                              parabola optima, bootstrap intervals
@@ -64,6 +69,8 @@ _LAZY = {
     "backtest": "fits.uncertainty", "bootstrap": "fits.uncertainty", "calibrate": "fits.uncertainty",
     "prediction_band": "fits.uncertainty", "calibrated_interval": "fits.uncertainty",
     "compute_optimal": "fits.optimal",
+    "fit_chain": "fits.tasks", "fit_single_step": "fits.tasks",
+    "forecast_task": "fits.tasks_forecast", "TaskColumns": "fits.tasks_forecast",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -84,6 +91,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from fits.optimal import compute_optimal
     from fits.result import FitResult
     from fits.runs import fit, predict
+    from fits.tasks import fit_chain, fit_single_step
+    from fits.tasks_forecast import TaskColumns, forecast_task
     from fits.uncertainty import backtest, bootstrap, calibrate, calibrated_interval, prediction_band
 
 
@@ -102,7 +111,7 @@ def __dir__():
 
 __all__ = [  # every name of _LAZY, and the two defined here
     "DEFAULT_LEVEL", "ChinchillaLaw", "ComputeLaw", "DomainSumLaw", "FitResult", "InputError", "IsoFlopLaw", "JointCurveLaw",
-    "MultiPowerLaw", "TissueLaw", "__version__", "backtest", "bootstrap", "calibrate", "calibrated_interval",
-    "compute_optimal", "fit", "fit_chinchilla", "fit_compute", "fit_compute_domains", "fit_curves", "fit_isoflop", "fit_joint_curves",
-    "predict", "predict_schedule", "prediction_band", "read_runs",
+    "MultiPowerLaw", "TaskColumns", "TissueLaw", "__version__", "backtest", "bootstrap", "calibrate", "calibrated_interval",
+    "compute_optimal", "fit", "fit_chain", "fit_chinchilla", "fit_compute", "fit_compute_domains", "fit_curves", "fit_isoflop",
+    "fit_joint_curves", "fit_single_step", "forecast_task", "predict", "predict_schedule", "prediction_band", "read_runs",
 ]

@@ -23,9 +23,15 @@ import math
 
 import numpy as np
 
-from fits.effect import SizeEffects, hero_effect, law_loss, size_effects
+from fits.effect import LOG_MULT_CAP, SizeEffects, hero_effect, law_loss, size_effects
+from fits.errors import InputError
 
 VARIANCE_FLOOR = 1e-14  # a size whose redraws do not move (A against itself) still gets a finite weight
+
+
+def _exp(log_multiplier: float) -> float:
+    """A multiplier from its log, capped as fits.effect caps them (a band far out can run past any float)."""
+    return math.exp(min(max(float(log_multiplier), -LOG_MULT_CAP), LOG_MULT_CAP))
 
 
 def fit_trend(x: np.ndarray, y: np.ndarray, draws: np.ndarray, level: float) -> dict:
@@ -87,8 +93,8 @@ def trend_doc(mult: dict, delta: dict) -> dict:
     lo, hi = slope - mult["q"] * slope_sd, slope + mult["q"] * slope_sd
     d_slope, d_sd = float(delta["beta"][1]), math.sqrt(max(float(delta["cov"][1, 1]), 0.0))
     return {"direction": direction, "verdict": slope_word(lo, hi, direction != "cost"),
-            "log_multiplier_per_decade": slope, "lower": lo, "upper": hi, "mean_multiplier": math.exp(mean),
-            "mean_lower": math.exp(mean_lo), "mean_upper": math.exp(mean_hi), "centre_log10_flops": mult["centre"],
+            "log_multiplier_per_decade": slope, "lower": lo, "upper": hi, "mean_multiplier": _exp(mean),
+            "mean_lower": _exp(mean_lo), "mean_upper": _exp(mean_hi), "centre_log10_flops": mult["centre"],
             "delta_per_decade": d_slope, "delta_lower": d_slope - delta["q"] * d_sd, "delta_upper": d_slope + delta["q"] * d_sd,
             "chi2": mult["chi2"], "dof": mult["dof"], "scale": mult["scale"]}
 
@@ -106,7 +112,7 @@ def at_target(mult: dict, law: dict, flops_b: float, flops_a: float | None = Non
     loss_a = float(law_loss(law["E"], law["A"], law["alpha"], flops_a))
 
     def delta(log_m: float) -> float:
-        return float(law_loss(law["E"], law["A"], law["alpha"], flops_b * math.exp(log_m))) - loss_a
+        return float(law_loss(law["E"], law["A"], law["alpha"], flops_b * _exp(log_m))) - loss_a
 
     q = mult["q"]
     loss_b = loss_a + delta(m)
@@ -115,25 +121,29 @@ def at_target(mult: dict, law: dict, flops_b: float, flops_a: float | None = Non
     sd_pair = math.hypot(sd, slope * pair_sigma) if pair_sigma > 0 else sd
     d_sd = (delta(m_lo) - delta(m_hi)) / (2 * q) if q > 0 else 0.0
     d_sd_pair = math.hypot(d_sd, loss_b * pair_sigma)
-    return {"flops": flops_b, "multiplier": math.exp(m), "lower": math.exp(m_lo), "upper": math.exp(m_hi),
+    return {"flops": flops_b, "multiplier": _exp(m), "lower": _exp(m_lo), "upper": _exp(m_hi),
             "delta": delta(m), "delta_lower": delta(m_hi), "delta_upper": delta(m_lo),
-            "pair_lower": math.exp(m - q * sd_pair), "pair_upper": math.exp(m + q * sd_pair),
+            "pair_lower": _exp(m - q * sd_pair), "pair_upper": _exp(m + q * sd_pair),
             "pair_delta_lower": delta(m) - q * d_sd_pair, "pair_delta_upper": delta(m) + q * d_sd_pair,
             "pair_sigma": pair_sigma}
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}" if v < 1000 else f"{v:.3g}"
 
 
 def verdict(trend: dict, hero: dict | None, largest: dict) -> str:
     """One line: the direction, how it moves with scale, and whether the hero's band shows it."""
     word = trend["verdict"]
-    band = f"{hero['multiplier']:.2f}x [{hero['lower']:.2f}, {hero['upper']:.2f}]" if hero else ""
+    band = f"{_x(hero['multiplier'])}x [{_x(hero['lower'])}, {_x(hero['upper'])}]" if hero else ""
     if trend["direction"] == "none":
-        mean = f"{trend['mean_multiplier']:.2f}x [{trend['mean_lower']:.2f}, {trend['mean_upper']:.2f}]"
+        mean = f"{_x(trend['mean_multiplier'])}x [{_x(trend['mean_lower'])}, {_x(trend['mean_upper'])}]"
         moves = "" if word == "holds" else f", though its multiplier {word} with scale"
         where = f"; at the hero: {band}" if hero else "; no hero to carry it to"
         return f"B shows no effect across the ladder on average ({mean}){moves}{where}"
     what = f"B's {trend['direction']}"
     if hero is None:
-        return (f"{what} {word} across the ladder ({largest['multiplier']:.2f}x at its largest shared size); "
+        return (f"{what} {word} across the ladder ({_x(largest['multiplier'])}x at its largest shared size); "
                 "no hero to carry it to")
     shown = hero_word(math.log(hero["lower"]), math.log(hero["upper"]), trend["direction"] == "gain")
     if shown == "shown":
@@ -151,8 +161,8 @@ def size_rows(effects: SizeEffects, level: float) -> list[dict]:
     for i, r in enumerate(effects.table.to_dict("records")):
         m, d = effects.log_mult_draws[:, i], effects.delta_draws[:, i]
         rows.append({**{k: v for k, v in r.items() if k != "log_multiplier"},
-                     "multiplier": math.exp(r["log_multiplier"]), "lower": math.exp(np.percentile(m, lo_q)),
-                     "upper": math.exp(np.percentile(m, hi_q)), "delta_lower": float(np.percentile(d, lo_q)),
+                     "multiplier": _exp(r["log_multiplier"]), "lower": _exp(np.percentile(m, lo_q)),
+                     "upper": _exp(np.percentile(m, hi_q)), "delta_lower": float(np.percentile(d, lo_q)),
                      "delta_upper": float(np.percentile(d, hi_q))})
     return rows
 
@@ -167,8 +177,6 @@ def analyse(a, b, *, hero_flops: tuple[float, float] | None = None, heroes: tupl
     effects = size_effects(a, b, **kw)
     per_size = size_rows(effects, level)
     if len(per_size) < 2:
-        from fits.errors import InputError
-
         raise InputError(f"the two ladders share one size ({per_size[0]['size']}): a trend with scale needs two; "
                          "compare ladders whose rungs overlap at two sizes or more")
     mult, delta = trends(effects, level)
@@ -176,7 +184,7 @@ def analyse(a, b, *, hero_flops: tuple[float, float] | None = None, heroes: tupl
     flops = effects.table["flops_b"].to_numpy(float)
     grid = np.geomspace(flops.min(), max(flops.max(), hero_flops[0] if hero_flops else 0.0), 40)
     trend["curve"] = [{"flops": float(c), **dict(zip(("multiplier", "lower", "upper"),
-                                                     (math.exp(v) for v in at(mult, math.log10(c))), strict=True))}
+                                                     (_exp(v) for v in at(mult, math.log10(c))), strict=True))}
                       for c in grid]
     nz = effects.noise
     pair_sigma = nz.sigma_pair if nz.sigma_pair is not None else math.hypot(nz.sigma_a, nz.sigma_b)
@@ -200,8 +208,6 @@ def analyse(a, b, *, hero_flops: tuple[float, float] | None = None, heroes: tupl
 def backtest(a, b, effects: SizeEffects, level: float, kw: dict) -> dict:
     """The effect at the largest shared size predicted from the smaller ones alone (A's law refitted
     without the sizes at or above it), beside the effect measured there."""
-    from fits.errors import InputError
-
     table = effects.table
     if len(table) < 3:
         return {"ok": False, "reason": f"{len(table)} shared sizes: the backtest needs 3 (2 to fit the trend, 1 to predict)"}
@@ -217,7 +223,7 @@ def backtest(a, b, effects: SizeEffects, level: float, kw: dict) -> dict:
     luck = (nz.sigma_pair / math.sqrt(last["pairs"]) if last["pairs"] else
             math.hypot(nz.sigma_a / math.sqrt(last["runs_a"]), nz.sigma_b / math.sqrt(last["runs_b"])))
     predicted = at_target(mult, small.law, float(last["flops_b"]), float(last["flops_a"]), pair_sigma=luck)
-    measured = {"multiplier": math.exp(float(last["log_multiplier"])), "delta": float(last["delta"])}
+    measured = {"multiplier": _exp(float(last["log_multiplier"])), "delta": float(last["delta"])}
     return {"ok": True, "size": str(last["size"]), "fit_on": list(small.table["size"]), "predicted": predicted,
             "measured": measured,
             # the measured size carries its own seeds' luck: set against the band widened by it

@@ -51,21 +51,23 @@ def methods_for(cols: TaskColumns) -> tuple[str, ...]:
 
 
 def fit_method(checkpoints: pd.DataFrame, cols: TaskColumns, method: str,
-               step1: dict[str, FitResult] | None = None) -> FitResult:
-    """One method fitted on the checkpoints; step1 optionally holds step-1 fits by column, to share."""
+               step1: dict | None = None) -> FitResult:
+    """One method fitted on the checkpoints. step1: step-1 fits by (column, runs), shared by the methods
+    and the tasks that chain through one loss (C4's is the same for every task)."""
     step1 = {} if step1 is None else step1
     if method == "single_step":
         return fit_single_step(checkpoints, cols.acc, chance=cols.chance)
     loss = cols.intermediate if method == "intermediate_chain" else cols.loss
     if loss is None:
         raise ValueError(f"task {cols.task!r}: method {method!r} needs an intermediate loss column")
-    if loss not in step1:
-        step1[loss] = fit_step1(finals(checkpoints), loss)
+    key = (loss, tuple(sorted(pd.unique(checkpoints["run"]))))
+    if key not in step1:
+        step1[key] = fit_step1(finals(checkpoints), loss)
     chance = None if method == "two_step" else cols.chance
-    return fit_chain(checkpoints, loss, cols.acc, chance=chance, step1=step1[loss])
+    return fit_chain(checkpoints, loss, cols.acc, chance=chance, step1=step1[key])
 
 
-def backtest(checkpoints: pd.DataFrame, cols: TaskColumns, methods=None) -> pd.DataFrame:
+def backtest(checkpoints: pd.DataFrame, cols: TaskColumns, methods=None, step1: dict | None = None) -> pd.DataFrame:
     """Nested backtests by size: for each cut, every method fitted on the sizes up to it predicts the
     finals of the larger sizes. Rows: method, cut (largest fitted N), run, params, tokens, predicted,
     actual, error (accuracy points, predicted - actual), decades (log10 N / cut), primary."""
@@ -79,7 +81,7 @@ def backtest(checkpoints: pd.DataFrame, cols: TaskColumns, methods=None) -> pd.D
             break
         held = fin[fin["params"] > sizes[j - 1]]
         held = held[np.isfinite(held[cols.acc].to_numpy(float))]
-        shared: dict[str, FitResult] = {}
+        shared = {} if step1 is None else step1
         for method in methods:
             pred = fit_method(fitted, cols, method, shared).predict(held["params"], held["tokens"])
             for (_, r), p in zip(held.iterrows(), np.atleast_1d(pred), strict=True):
@@ -160,19 +162,21 @@ def _bootstrap_sd(checkpoints: pd.DataFrame, cols: TaskColumns, method: str, res
 
 def forecast_task(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, *,
                   level: float = DEFAULT_LEVEL, methods=None, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                  seed: int = 0) -> FitResult:
+                  seed: int = 0, step1: dict | None = None) -> FitResult:
     """The task's forecast at (N, D): the chosen method's fit on every checkpoint, with
     diagnostics["forecast"] (predicted, lower, upper, level, sigma terms), ["choice"] (method, every
-    method's primary-backtest mean absolute error) and ["backtest"] (its rows)."""
+    method's primary-backtest mean absolute error) and ["backtest"] (its rows). step1: a dict to share
+    step-1 fits with other tasks' forecasts on the same checkpoints."""
     require_metric(checkpoints, cols.acc, cols.task)
     methods = methods_for(cols) if methods is None else tuple(methods)
     for m in methods:
         if m == "single_step":
             continue
         require_metric(checkpoints, cols.intermediate if m == "intermediate_chain" else cols.loss, cols.task)
-    bt = backtest(checkpoints, cols, methods)
+    step1 = {} if step1 is None else step1
+    bt = backtest(checkpoints, cols, methods, step1)
     method, mae = choose(bt, methods)
-    result = fit_method(checkpoints, cols, method)
+    result = fit_method(checkpoints, cols, method, step1)
     mine = bt[bt["method"] == method]
     scatter = float(result.diagnostics["scatter"])
     pdec = per_decade(mine)

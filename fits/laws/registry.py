@@ -92,6 +92,11 @@ def law_names(*kinds: str) -> tuple[str, ...]:
     return tuple(n for n, e in REGISTRY.items() if not kinds or e.kind in kinds)
 
 
+def single_curve_laws() -> tuple[str, ...]:
+    """The whole-curve laws of one run (the joint ones fit several sizes at once)."""
+    return tuple(n for n in law_names("curve") if not n.startswith("joint_"))
+
+
 def min_points(name: str) -> int:
     return law_entry(name).min_points
 

@@ -34,13 +34,15 @@ BINS = np.linspace(0.0, 1.0, 11)
 
 
 def metric_frame(rows: pd.DataFrame, total_steps: int) -> pd.DataFrame:
-    """frac and each tracked metric (router_bias_norm: the norm over layers of router_bias_norm_l*), positive values only."""
+    """frac and each tracked metric, positive values only. router_bias_norm is the root mean square over
+    layers of router_bias_norm_l*: a ladder whose depth grows with width has more layers at every size,
+    and a norm over layers would grow with the square root of the depth, not with training."""
     if rows.empty or "step" not in rows:
         return pd.DataFrame()
     out = pd.DataFrame({"step": rows["step"].astype(int), "frac": rows["step"].to_numpy(float) / total_steps})
     layers = [c for c in rows.columns if c.startswith("router_bias_norm_l")]
     if layers:
-        out["router_bias_norm"] = np.sqrt((rows[layers].astype(float) ** 2).sum(axis=1))
+        out["router_bias_norm"] = np.sqrt((rows[layers].astype(float) ** 2).mean(axis=1))
     for m in METRICS:
         if m in rows and m not in out:
             out[m] = rows[m].astype(float)

@@ -10,6 +10,7 @@ ladders are a pair (the same data order).
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 
@@ -97,3 +98,36 @@ def analyse_pair(spec_a: LadderSpec, spec_b: LadderSpec, level: float, n_draws: 
     doc = analyse(a, b, hero_flops=hero_flops, heroes=heroes, prior_a=prior_sigma(float(a["tokens"].max())),
                   prior_b=prior_sigma(float(b["tokens"].max())), pin_E=pin_E, level=level, n_draws=n_draws)
     return {**doc, "ladders": {"a": spec_a.name, "b": spec_b.name}}
+
+
+def after_change(spec_a: LadderSpec, spec_b: LadderSpec, summary_a: dict, effect: dict) -> dict | None:
+    """A's hero forecast carried past its declared data-mix switch by the switch's effect measured on the
+    rungs: B is A with the switch replayed on every run (data.switch_at), so B's effect at the hero is
+    the switch's, and A's rungs-only forecast plus it is the switched hero's forecast. Beside it, the
+    band-widening rule's (the forecast's centre kept, `ladder follow`), each scored on A's hero when it
+    ran. None when A's hero declares no switch."""
+    hero = spec_a.hero
+    switch = [c for c in (hero.changes if hero is not None else ()) if c.weights]
+    if not switch:
+        return None
+    frac = switch[0].step / hero.steps
+    replayed = spec_b.data.switch_at > 0 and math.isclose(spec_b.data.switch_at, frac, rel_tol=0.02) and \
+        dict(spec_b.data.switch_weights) == dict(switch[0].weights)
+    doc = {"step": switch[0].step, "frac": frac, "weights": dict(switch[0].weights), "replayed_by_b": replayed}
+    at = effect.get("at_hero")
+    predicted = summary_a.get("predicted_final_loss")
+    if at is None or predicted is None:
+        return {**doc, "ok": False, "reason": "A's hero prediction (its predict step) or B's effect at the hero is missing"}
+    lo, hi = summary_a.get("lower"), summary_a.get("upper")
+    centre = predicted + at["delta"]
+    below = math.hypot(predicted - lo, at["delta"] - at["delta_lower"]) if lo is not None else None
+    above = math.hypot(hi - predicted, at["delta_upper"] - at["delta"]) if hi is not None else None
+    actual = summary_a.get("actual_final_loss")
+    out = {**doc, "ok": True, "predicted_final_loss": centre,
+           "lower": centre - below if below is not None else None, "upper": centre + above if above is not None else None,
+           "unchanged_centre": predicted, "actual_final_loss": actual}
+    if actual is not None:
+        out["relative_error"] = centre / actual - 1.0
+        out["unchanged_relative_error"] = predicted / actual - 1.0
+        out["inside"] = out["lower"] is not None and out["lower"] <= actual <= out["upper"]
+    return out

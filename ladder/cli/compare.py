@@ -92,13 +92,14 @@ def compare(spec_a, spec_b, root, set_a, set_b, variant_a, variant_b, level, dra
     compute-equivalent multiplier (the compute A's law needs to reach B's loss, over B's compute) with
     bands from the seeds; their trend with compute; both carried to the hero with a band; the largest
     size backtested from the smaller ones; a verdict. Both ladders must have finished their rungs."""
-    from ladder.analysis.effect import analyse_pair
+    from ladder.analysis.effect import after_change, analyse_pair
     from ladder.cli.common import _spec
 
     out = _html_target(html_path)
     specs = [_spec(p, s, root, v) for p, s, v in ((spec_a, set_a, variant_a), (spec_b, set_b, variant_b))]
     a, b = (summarise(s) for s in specs)
     effect = analyse_pair(*specs, level=level, n_draws=draws)
+    effect["after_change"] = after_change(*specs, a, effect)
     verdict = effect.pop("verdict")
     if out is not None:
         from ladder.report.compare_page import write_compare
@@ -161,6 +162,18 @@ def _print(a: dict, b: dict, effect: dict, verdict: str, out) -> None:
         inside = "" if "inside" not in heroes else f" ({'inside' if heroes['inside'] else 'OUTSIDE'} the pair band)"
         click.echo(f"heroes: A {heroes['loss_a']:.4f}, B {heroes['loss_b']:.4f}: delta {heroes['delta']:+.4f}, "
                    f"{heroes['multiplier']:.3f}x measured{inside}")
+    change = effect["after_change"]
+    if change is not None and change["ok"]:
+        line = (f"A's hero past its mix switch at {change['frac']:.0%}: forecast {change['predicted_final_loss']:.4f} "
+                f"[{_fmt(change['lower'])}, {_fmt(change['upper'])}] (the switch's effect from B's rungs"
+                + ("" if change["replayed_by_b"] else "; B does not replay this switch")
+                + f"), centre kept {change['unchanged_centre']:.4f}")
+        if change.get("actual_final_loss") is not None:
+            line += (f"; actual {change['actual_final_loss']:.4f}: error {change['relative_error']:+.2%} "
+                     f"against {change['unchanged_relative_error']:+.2%} with the centre kept")
+        click.echo(line)
+    elif change is not None:
+        click.echo(f"A's hero past its mix switch: not forecast ({change['reason']})")
     click.echo(f"verdict: {verdict}")
     if out is not None:
         click.echo(f"page: {out}")

@@ -13,10 +13,10 @@ import json
 
 import click
 
-from fits.laws.registry import law_names
+from fits.laws.registry import single_curve_laws
 from ladder.cli.options import example, json_option, level_option
 
-CURVE_LAWS = tuple(n for n in law_names("curve") if not n.startswith("joint_"))  # one curve at a time
+CURVE_LAWS = single_curve_laws()  # the registry's laws of one curve at a time
 
 
 @click.command("curve-fit", epilog=example(

@@ -16,9 +16,10 @@ from ladder.cli.options import example, json_option, root_option
     "ladder import-results experiments/marin_moe_535b.py rungs.csv",
     "ladder import-results experiments/marin_moe_535b.py rungs.csv --root runs --json",
     "ladder import-results experiments/tiny.py --from-wandb my-team/scaling-ladder --curves",
+    "ladder import-results experiments/olmo_7b.py fits/reference_data/olmo_ladder",
 ))
 @spec_argument
-@click.argument("results_csv", metavar="[RESULTS.csv]", type=click.Path(dir_okay=False), required=False)
+@click.argument("results_csv", metavar="[RESULTS.csv | DIR]", type=click.Path(), required=False)
 @click.option("--from-wandb", "from_wandb", default=None, metavar="ENTITY/PROJECT",
               help="Read the runs from a W&B project (online, needs `wandb login`) instead of RESULTS.csv.")
 @click.option("--metric", default=None, metavar="KEY",
@@ -38,6 +39,8 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
     `tokens`, `params` (active) and `flops`; or whole eval curves, with columns `name` (or `rung`), `step`
     and `loss`, several rows per run, optional `tokens` and `flops`. A curve that ends short of its spec's
     steps is recorded partial. Runs in the file replace their earlier imports; others are kept.
+    DIR: OLMo's exported evaluations, a CSV per run named <run>.csv with OLMo's column names; each run's
+    C4 loss is its curve and its task metrics are kept for the task forecasts (ladder/imports/olmo.py).
     --from-wandb ENTITY/PROJECT reads them from W&B instead (ladder/imports/wandb_project.py: which run is which).
     Then `ladder submit SPEC` fits and predicts from them.
     """
@@ -49,7 +52,12 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
     spec = _spec(spec_path, overrides, root, variant)
     if "://" in spec.root:
         raise UserError(f"--root {spec.root}: import-results needs a local ladder root")
-    if from_wandb is None and _has_domain_column(results_csv):  # per-domain curves: kept beside the results
+    if from_wandb is None and Path(results_csv).is_dir():
+        from ladder.imports.olmo import read_olmo_dir
+
+        frame, skipped = read_olmo_dir(results_csv, spec)
+        frame = imported.check_results(frame, str(results_csv), spec)
+    elif from_wandb is None and _has_domain_column(results_csv):  # per-domain curves: kept beside the results
         from ladder.analysis.domain_forecasts import DomainImportError, import_domain_curves
 
         try:
@@ -59,7 +67,7 @@ def import_results(spec_path, results_csv, from_wandb, metric, curves, timeout_s
         click.echo(f"recorded {frame['domain'].nunique()} domains' curves for {frame['name'].nunique()} runs "
                    f"({len(frame)} rows) of {spec.name}; `ladder report {spec_path}` forecasts each domain")
         return 0
-    if from_wandb is None:
+    elif from_wandb is None:
         frame, skipped = imported.read_results(results_csv, spec), []
     else:
         from ladder.imports.wandb_project import read_project

@@ -79,6 +79,9 @@ def submit(spec_path, root, address, dry_run, max_concurrent, force_gate, wandb_
         _print_plan(spec, force=(), as_json=as_json, rerun_stale=rerun_stale)
         return 0
     progress_interval()  # a bad LADDER_PROGRESS_INTERVAL is one line before anything starts
+    from ladder.analysis.tasks import check_imported
+
+    check_imported(spec)  # a forecast task no imported rung evaluated: one line before anything runs
     summary = stages.run_ladder(
         spec, address=address or os.environ.get("RAY_ADDRESS"), max_concurrent=max_concurrent,
         runtime={"force_gate": force_gate, "wandb_mode": wandb_mode},

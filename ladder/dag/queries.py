@@ -79,6 +79,11 @@ def build_report(spec: LadderSpec) -> tuple[dict, str | None]:
     config = {"ladder": spec.name, "hero": spec.hero.name if spec.hero else None,
               "rungs": [r.name for r in spec.rungs], "level": spec.fit.level,
               "hero_changes": [dataclasses.asdict(c) for c in (spec.hero.changes if spec.hero else ())]}
+    from ladder.analysis.tasks import task_settings
+
+    tasks = task_settings(spec.fit)  # as the report step's config has them
+    if tasks:
+        config["tasks"] = tasks
     with local_dirs(dep_dirs, dirs["report"]) as (local_deps, out_dir):
         rep, html_path = write_report(config, local_deps, out_dir)
     if html_path and out_dir != dirs["report"]:  # the temp copy is gone: name the uploaded file

@@ -79,9 +79,12 @@ def build_steps(spec: LadderSpec) -> list:
         report_deps += (Dep(spec.hero.name, kind="data", required=False),)
     if spec.isoflop is not None:
         report_deps += (Dep(isoflop.STEP, kind="data", required=False),)
+    from ladder.analysis.tasks import task_settings
+
+    tasks = task_settings(spec.fit)  # only when set: a ladder without task settings keeps its report's hash
     steps.append(Step(name="report", kind=kinds.REPORT, fn=REPORT_FN, deps=report_deps, code=REPORT_CODE,
                       config={"ladder": spec.name, "hero": spec.hero.name if spec.hero else None, "rungs": rung_names,
-                              "level": spec.fit.level}))
+                              "level": spec.fit.level, **({"tasks": tasks} if tasks else {})}))
     return steps
 
 

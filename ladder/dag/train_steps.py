@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from dataclasses import replace
 from typing import Any
 
 from ladder.dag import kinds
@@ -60,8 +61,15 @@ def task_inputs(data: DataSpec) -> dict[str, Any]:
 
 
 def run_data(spec: LadderSpec, role: str) -> DataSpec:
-    """The data a run trains and evaluates on: the hero's evals all read the final's sample."""
-    return spec.data.for_hero() if role == "hero" else spec.data
+    """The data a run trains and evaluates on: the hero's evals all read the final's sample, and a hero
+    that declares a data-mix switch (a RunChange with weights) trains it at its fraction of the run."""
+    if role != "hero":
+        return spec.data
+    data = spec.data.for_hero()
+    switch = [c for c in spec.hero.changes if c.weights] if spec.hero is not None else []
+    if switch:
+        data = replace(data, switch_at=switch[0].step / spec.hero.steps, switch_weights=dict(switch[0].weights))
+    return data
 
 
 def task_resources(run: RungSpec) -> dict[str, Any]:

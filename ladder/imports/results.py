@@ -20,6 +20,13 @@ from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, rung_from_dict
 
 IMPORTED = "imported_results.csv"
+# Task metrics a curve may carry beside its loss (OLMo's exports, a ladder's own task evals): kept per
+# eval point in the run's eval.jsonl, where the task forecast (ladder/analysis/tasks.py) reads them.
+TASK_PREFIXES = ("task_bpb/", "task_acc/")
+
+
+def task_metric_columns(columns) -> list[str]:
+    return [c for c in columns if str(c).startswith(TASK_PREFIXES)]
 # W&B steps are zero-based: a run's last eval sits one step (or one eval interval's rounding) short of its steps.
 COMPLETE_FRAC = 0.995
 
@@ -75,7 +82,7 @@ def check_results(frame: pd.DataFrame, path: str, spec: LadderSpec) -> pd.DataFr
             raise InputError(f"{path}: row {i + 1}: {frame['name'].iloc[i]} has several final losses; give a step "
                                "column to import a curve")
     keep = ["name", "loss"] + [c for c in ("step", "tokens", "params", "flops") if c in frame.columns]
-    return frame[keep]
+    return frame[keep + (task_metric_columns(frame.columns) if "step" in frame.columns else [])]
 
 
 def write(spec: LadderSpec, frame: pd.DataFrame) -> Path:
@@ -126,6 +133,8 @@ def result_for(rung: RungSpec, record: dict) -> tuple[dict, pd.DataFrame | None]
     flops = curve["flops"] if "flops" in curve and curve["flops"].notna().all() else tokens * fpt
     evals = pd.DataFrame({"step": steps, "tokens": tokens.astype(float), "flops": flops.astype(float),
                           "eval_loss": curve["loss"].astype(float), "frac": steps / rung.steps})
+    for col in task_metric_columns(curve.columns):
+        evals[col] = pd.to_numeric(curve[col], errors="coerce").astype(float)
     last = evals.iloc[-1]
     done = float(last["step"] + 1) / rung.steps
     partial = done < COMPLETE_FRAC

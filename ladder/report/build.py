@@ -130,6 +130,9 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
     from ladder.analysis.domain_forecasts import add_domains
 
     add_domains(report, prediction, dep_dirs, config)
+    from ladder.analysis.tasks import add_tasks
+
+    add_tasks(report, prediction, dep_dirs, config)
     from ladder.analysis.dynamics import add_dynamics
 
     add_dynamics(report, prediction, dep_dirs, config)
@@ -298,6 +301,9 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
                      + (f" (first outside at step {h['first_outside_step']})" if h.get("first_outside_step") is not None else ""))
     for e in dyn.get("spikes") or []:
         lines.append(f"  spike in {e['metric']} at step {e['step']}: {fmt(e.get('size'), '.1f')}x its recent mean")
+    from ladder.report.tasks import lines as task_lines
+
+    lines += task_lines(rep)
     for c in hero.get("changes") or []:
         lines.append(f"  declared change at step {c['step']:,}: {c['what']}" + (f" ({c['note']})" if c.get("note") else ""))
     for e in hero.get("events") or []:

@@ -18,7 +18,7 @@ from ladder.report.figures import ACTUAL, EXIT, SIZES, _layout
 
 LABELS = {"grad_norm": "gradient norm", "drop_rate": "token drop rate",
           "expert_load_max_over_mean": "expert load: max / mean",
-          "router_bias_norm": "router-bias norm (over layers)"}
+          "router_bias_norm": "router-bias norm (RMS over layers)"}
 BAND, CENTRE = "rgba(44,160,44,0.18)", "#2ca02c"
 
 

@@ -27,14 +27,22 @@ def draws_path(spec_path: str) -> Path:
 
 def recorded_blocks(spec_path: str) -> tuple[int, int] | None:
     """(draws the gate blocked, draws recorded) from the ladder's record; None without a record or a draw in it."""
+    from fits.errors import InputError
+
     path = draws_path(spec_path)
     if not path.is_file():
         return None
-    draws = pd.read_csv(path, comment="#")
-    if "gate" not in draws or draws.empty:
-        return None
+    try:
+        draws = pd.read_csv(path, comment="#")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a CSV of draws ({str(exc).splitlines()[0][:120]}); fix it or remove it") from exc
+    if "gate" not in draws:
+        raise InputError(f"{path}: no `gate` column; give each draw's gate as passed or blocked")
     verdict = draws["gate"].astype(str).str.strip().str.lower()
-    return int((verdict == "blocked").sum()), int(len(draws))
+    odd = sorted(set(verdict) - {"passed", "blocked"})
+    if odd:
+        raise InputError(f"{path}: gate {odd[0]!r} in column `gate`; each draw's gate is passed or blocked")
+    return (int((verdict == "blocked").sum()), int(len(draws))) if len(draws) else None
 
 
 def final_lines(rep: dict[str, Any], html_path: str | None, spec, spec_path: str, overrides: tuple[str, ...] = ()) -> list[str]:
@@ -55,6 +63,12 @@ def _landed(hero: dict[str, Any], gate: dict[str, Any]) -> str:
     level = f"{hero['level']:.0%}" if hero.get("level") else "its"
     forced = " (trained past a BLOCKED gate with --force)" if gate.get("overridden") else ""
     actual = hero.get("actual_final_loss")
+    if hero.get("partial"):  # a curve recorded part of the way: no final to score, its points so far are
+        rec = hero.get("recorded") or {}
+        so_far = (f", its recorded points {rec['inside_band']:.0%} inside it (mean |error| {rec['mean_abs_rel_error']:.2%})"
+                  if rec.get("inside_band") is not None else "")
+        return (f"hero: recorded to {float(hero.get('completed_frac') or 0):.1%} of its run, no final yet{forced}; "
+                f"forecast {band} ({level} band){so_far}")
     if actual is None or hero.get("relative_error") is None:
         return f"hero: {str(hero.get('status') or 'not run').lower()}{forced}, forecast {band} ({level} band)"
     side = "inside" if hero.get("inside_interval") else "OUTSIDE"

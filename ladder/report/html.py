@@ -22,6 +22,7 @@ from ladder.outputs import layout, readers
 from ladder.outputs.files import num
 from ladder.report import dynamics as report_dynamics
 from ladder.report import figures as report_figures
+from ladder.report import tasks as report_tasks
 
 MAX_POINT_ROWS = 60  # per-point table: every point up to this, else evenly spaced ones (all in report.json / CSV)
 CSS = """
@@ -269,6 +270,13 @@ def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: 
     parts.append(_section(f"Where the actual left our band ({len(exits)} stretches)", _table(exits, [
         ("from_step", "from step", ",.0f"), ("to_step", "to step", ",.0f"), ("points", "points", ",.0f"),
         ("side", "side", ""), ("max_gap", "max gap", ".4f")]), "exits"))
+    if rep.get("tasks"):
+        from ladder.analysis.tasks import rung_points
+
+        task_html, task_figs = report_tasks.section(rep["tasks"], rep.get("tasks_summary"),
+                                                    rung_points(dep_dirs, [r["name"] for r in rep.get("rungs") or []]), _table)
+        parts.append(task_html)
+        figs.update(task_figs)
     dyn_html, dyn_figs = report_dynamics.section(rep.get("dynamics") or {})
     parts += [dyn_html] if dyn_html else []
     figs.update(dyn_figs)

@@ -68,6 +68,8 @@ FIELD_DOCS = {
     "RunChange.step": "the step the change was made at (before the run's last step)",
     "RunChange.what": "what changed: 'data mix', 'lr', 'batch size' ...",
     "RunChange.note": "free text: why, where it is recorded (a W&B run id, an issue)",
+    "RunChange.weights": ("a data-mix switch the run trains from `step` on: domain name -> weight (a hero "
+                          "declaring one trains it; {}: a change recorded, not trained)"),
     "ModelSpec.d_model": "width of the residual stream",
     "ModelSpec.n_layers": "transformer blocks",
     "ModelSpec.n_heads": "attention heads (head dim = d_model / n_heads)",
@@ -126,6 +128,9 @@ FIELD_DOCS = {
     "DataSpec.tokenizer": ("bytes (256 symbols, nothing to train), bpe:<vocab> (a byte-level BPE the ladder trains on "
                            "its training split) or a tokenizer.json path or URL; all but bytes train from token shards"),
     "DataSpec.heldout_frac": "fraction of each domain held out for eval",
+    "DataSpec.switch_at": ("every run switches its training mixture to switch_weights at this fraction of its "
+                           "steps (0: never); the evals keep the domains' weights (a mid-run change replayed on rungs)"),
+    "DataSpec.switch_weights": "the mixture after data.switch_at: domain name -> weight (a domain not named gets 0)",
     "DataSpec.final_eval_tokens": ("per domain, the final eval's sample (the number the laws fit and a hero is "
                                    "scored on; 0: eval_tokens, the sample every eval reads)"),
     "DataSpec.eval_dropless": ("MoE evals compute every token's experts (True) or use the training's capacity "

@@ -37,7 +37,11 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # A run's own trainer: None takes the ladder's, which a training step hashes by itself.
                          "trainer": None,
                          # A run from before tasks were scored evaluated none; without tasks it keeps its address.
-                         "tasks": []}
+                         "tasks": [],
+                         # The task forecasts' settings (issue 57), at their defaults.
+                         "forecast_tasks": [], "task_chance": {}, "hero_task_evals": 1,
+                         # A data-mix switch (DataSpec) at its default: no switch, the addresses runs had before it.
+                         "switch_at": 0.0, "switch_weights": {}}
 
 
 class SpecError(ValueError):

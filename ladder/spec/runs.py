@@ -110,6 +110,10 @@ class RunChange:
     step: int
     what: str
     note: str = ""
+    # A data-mix switch the run trains (domain name -> weight from `step` on; a domain not named gets 0):
+    # a hero declaring one trains it (ladder.dag.train_steps.run_data), and a ladder's rungs replay it at
+    # the same fraction of their runs with data.switch_at / data.switch_weights (a variant).
+    weights: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,11 @@ class DataSpec:
     eval_dropless: bool = True
     # Multiple-choice tasks scored at every eval: task_acc/<name> and task_bpb/<name> in eval.jsonl.
     tasks: tuple[TaskSpec, ...] = ()
+    # A data-mix switch every run trains at this fraction of its steps (0: none), to the weights in
+    # switch_weights (domain name -> weight; a domain not named gets 0). The evals keep `domains`' weights,
+    # so a switched run is scored on the same mixture as one that was not.
+    switch_at: float = 0.0
+    switch_weights: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def final_tokens(self) -> int:
@@ -257,6 +266,11 @@ class FitSpec:
     curve_fit: str = "auto"
     baseline: str = "none"  # "marin": Marin's per-5% forecast beside ours (fits.marin)
     baseline_flops_per_step: Mapping[str, float] = field(default_factory=dict)  # the baseline's compute, by run
+    # Task accuracies forecast for the hero (task_acc/<task> and task_bpb/<task> in the runs' evals; ladder/analysis/
+    # tasks.py): () forecasts every task the rungs recorded.
+    forecast_tasks: tuple[str, ...] = ()
+    task_chance: Mapping[str, float] = field(default_factory=dict)  # chance accuracy by task (1 / choices); OLMo's known
+    hero_task_evals: int = 1  # the hero's actual task accuracy: the mean of its last this many evals (OLMo's 13B: 5)
 
 
 @dataclass(frozen=True)

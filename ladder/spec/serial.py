@@ -76,4 +76,6 @@ def data_from_dict(d: Mapping[str, Any]) -> DataSpec:
         # Likewise a config from before this field evaluated with capacity dispatch.
         eval_dropless=d.get("eval_dropless", False),
         tasks=tuple(TaskSpec(**t) for t in d.get("tasks") or ()),
+        switch_at=d.get("switch_at", 0.0),
+        switch_weights=dict(d.get("switch_weights") or {}),
     )

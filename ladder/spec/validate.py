@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fits.laws.registry import single_curve_laws
+
 from .model import (
     BACKTEST_RULES,
     BALANCING,
@@ -23,6 +25,7 @@ from .model import (
 )
 from .runs import FINAL_LAW_MIN_RUNGS, DataSpec, LadderSpec, RungSpec
 from .validate_scale import resources_scale as _resources_scale
+from .validate_switch import switch_problems
 from .validate_tasks import validate_tasks
 from .validate_trainer import validate_run_trainer, validate_trainer
 
@@ -286,12 +289,21 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
         where = "hero" if i == len(spec.rungs) else f"rungs[{i}]"
         validate_trainer(problems, f"{where}.trainer", getattr(run, "trainer", None))
         validate_run_trainer(problems, where, spec.trainer_of(run) if isinstance(run, RungSpec) else None, run)
+    problems.extend(switch_problems(spec))
     _choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
-    _choice(problems, "fit.curve_law", spec.fit.curve_law, ("multipower", "tissue", "none"))
+    _choice(problems, "fit.curve_law", spec.fit.curve_law, (*single_curve_laws(), "none"))
     _choice(problems, "fit.curve_fit", spec.fit.curve_fit, ("auto", "none"))
     _choice(problems, "fit.baseline", spec.fit.baseline, ("none", "marin"))
+    for i, task in enumerate(spec.fit.forecast_tasks):
+        if not isinstance(task, str) or not task or "/" in task:
+            problems.append(f"fit.forecast_tasks[{i}]: {task!r} is not a task name (as in task_acc/<task>)")
+    for task, chance in spec.fit.task_chance.items():
+        if not isinstance(chance, int | float) or not 0 < chance < 1:
+            problems.append(f"fit.task_chance[{task!r}]: {chance!r} is not a probability in (0, 1) (1 / choices)")
+    if not isinstance(spec.fit.hero_task_evals, int) or spec.fit.hero_task_evals < 1:
+        problems.append(f"fit.hero_task_evals: {spec.fit.hero_task_evals!r} is not a positive integer")
     if spec.fit.baseline == "marin":
         runs = [r.name for r in spec.rungs] + ([spec.hero.name] if spec.hero else [])
         missing = [n for n in runs if not spec.fit.baseline_flops_per_step.get(n)]

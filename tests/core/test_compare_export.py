@@ -1,5 +1,6 @@
-"""`ladder compare` and `ladder export` on a real ladder root: Marin's 535B ladder fit and predicted
-from recorded rung results (Hoffmann's law at its rung sizes, so no training), through the CLI."""
+"""`ladder compare` (laws side by side, and B's effect against A) and `ladder export` on a real ladder
+root: Marin's 535B ladder fit and predicted from recorded rung results (Hoffmann's law at its rung
+sizes, so no training), through the CLI."""
 
 from __future__ import annotations
 
@@ -43,15 +44,21 @@ def marin_root(tmp_path_factory):
 
 
 def test_compare_puts_two_ladders_side_by_side(marin_root):
-    proc = run_cli("compare", MARIN, MARIN, "--root", str(marin_root), "--set-a", "fit.bootstrap=20", "--json")
+    proc = run_cli("compare", MARIN, MARIN, "--root", str(marin_root), "--set-a", "fit.bootstrap=20", "--json",
+                   "--draws", "40")
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     a, b = d["a"], d["b"]
     assert a["law"] == "compute" and a["predicted_final_loss"] < a["upper"] and a["lower"] < a["predicted_final_loss"]
     assert set(a) == set(b)
     assert b["predicted_final_loss"] is None  # B (the default 200 resamples) has not been run: shown as such
-    proc = run_cli("compare", MARIN, MARIN, "--root", str(marin_root), "--set-a", "fit.bootstrap=20")
-    assert proc.returncode == 0 and "predicted_final_loss" in proc.stdout
+    # the effect reads the rungs' results from their (submitted) steps: the ladder against itself is 1x at every size
+    effect = d["effect"]
+    assert [r["size"] for r in effect["per_size"]] == ["d768", "d1024", "d1536", "d2048"]
+    assert all(r["multiplier"] == pytest.approx(1.0, abs=1e-12) and r["delta"] == 0 for r in effect["per_size"])
+    assert effect["noise"]["mode"] == "prior" and d["verdict"].startswith("B shows no effect")
+    proc = run_cli("compare", MARIN, MARIN, "--root", str(marin_root), "--set-a", "fit.bootstrap=20", "--draws", "40")
+    assert proc.returncode == 0 and "predicted_final_loss" in proc.stdout and "verdict: B shows no effect" in proc.stdout
 
 
 def test_export_writes_parquet_a_user_reads_with_pandas(marin_root, tmp_path):

@@ -58,3 +58,25 @@ def test_unknown_variants_and_fields_are_one_line_each():
     with pytest.raises(SpecError, match="expected a mapping"):
         apply_variant(dataclasses.replace(spec, variants={"x": 3}), "x")
     assert apply_overrides(spec, ["runs.seq_len=64"]).hero.seq_len == 64
+
+
+def test_a_heros_mix_switch_is_forecast_with_the_effect_its_replay_measured():
+    from ladder.analysis.effect import after_change
+    from ladder.spec import RunChange
+
+    base = load_spec(TINY)
+    mix = {"code": 0.7, "bible_web": 0.15, "bible_kjv": 0.15}
+    step = round(0.28 * base.hero.steps)
+    a = dataclasses.replace(base, hero=dataclasses.replace(base.hero, changes=(RunChange(step, "data mix", weights=mix),)))
+    b = load_spec(TINY, [f"data.switch_at={step / base.hero.steps!r}", f"data.switch_weights={mix!r}"])
+    summary = {"predicted_final_loss": 1.30, "lower": 1.26, "upper": 1.34, "actual_final_loss": 1.285}
+    effect = {"at_hero": {"delta": -0.02, "delta_lower": -0.03, "delta_upper": -0.01}}
+    out = after_change(a, b, summary, effect)
+    assert out["replayed_by_b"] and out["frac"] == pytest.approx(0.28, abs=1e-3)
+    assert out["predicted_final_loss"] == pytest.approx(1.28)  # the rungs-only forecast moved by the switch's effect
+    assert out["lower"] == pytest.approx(1.28 - (0.04 ** 2 + 0.01 ** 2) ** 0.5)  # both bands' half-widths in quadrature
+    assert out["relative_error"] == pytest.approx(1.28 / 1.285 - 1) and out["unchanged_relative_error"] == pytest.approx(1.30 / 1.285 - 1)
+    assert out["inside"]
+    assert after_change(base, b, summary, effect) is None  # a hero without a declared switch
+    assert not after_change(a, load_spec(TINY), summary, effect)["replayed_by_b"]
+    assert after_change(a, b, {"predicted_final_loss": None}, effect)["ok"] is False

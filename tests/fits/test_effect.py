@@ -168,3 +168,11 @@ def test_refit_compute_matches_a_fresh_fit_on_each_redraw():
     fresh = np.array([fit_compute(C, d).model().predict(at) for d in draws])
     assert refit == pytest.approx(fresh, rel=5e-3)
     assert np.std(np.log(refit[:, -1])) == pytest.approx(np.std(np.log(fresh[:, -1])), rel=0.1)
+
+
+def test_b_below_as_floor_is_capped_not_a_crash():
+    a, _ = pair(lambda c: 1.0, seed=7)
+    b = a.assign(loss=a["loss"] * 0.3)  # below A's fitted E at every size: A's law never gets there
+    doc = analyse(a, b, hero_flops=(HERO, HERO), n_draws=20)
+    assert all(r["capped"] and r["multiplier"] == pytest.approx(1e6) for r in doc["per_size"])
+    assert doc["at_hero"]["multiplier"] == pytest.approx(1e6) and "1e+06x" in doc["verdict"]

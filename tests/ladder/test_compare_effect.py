@@ -90,7 +90,13 @@ def test_compare_measures_a_shrinking_effect_and_carries_it_to_the_hero(pair_roo
     assert heroes["delta"] < 0 and heroes["inside"] in (True, False)
     assert d["html"] == str(page)
     text = page.read_text()
-    assert "f-mult" in text and "tiny+code70" in text and "shrinks with scale" in text
+    assert "tiny+code70" in text and "shrinks with scale" in text
+    figs = json.loads(text.split("const FIGS=", 1)[1].split(";const cfg=", 1)[0])
+    names = {t.get("name") for t in figs["f-mult"]["data"]}
+    assert {"per size", "trend (fitted on the sizes)", "at the hero (predicted)", "heroes (measured)"} <= names
+    per_size = next(t for t in figs["f-mult"]["data"] if t.get("name") == "per size")
+    assert per_size["y"] == pytest.approx([r["multiplier"] for r in effect["per_size"]])
+    assert {t.get("name") for t in figs["f-delta"]["data"]} >= {"per size", "heroes (actual)"}
     proc = run_cli("compare", TINY, TINY, "--variant-b", "code70", "--root", str(pair_root), "--draws", "30")
     assert proc.returncode == 0, proc.stderr
     assert "verdict: B's gain shrinks" in proc.stdout and "backtest: rung_5 predicted from" in proc.stdout

@@ -107,6 +107,10 @@ def test_marin_forecast_from_recorded_curves_then_scored_on_the_hero(tmp_path):
     assert len(snaps) >= 5 and snaps[-1]["at_frac"] == pytest.approx(rec["to_frac"])
     assert all(s["lower"] < s["predicted_final"] < s["upper"] for s in snaps)
     assert all("later_mean_abs_rel_error" in s for s in snaps[:-1])
+    # the text report's last line: no final to score yet, the recorded points against the band so far
+    line = run_cli("report", MARIN, "--root", str(root)).stdout.splitlines()[-1]
+    assert line.startswith(f"hero: recorded to {rec['to_frac']:.1%} of its run, no final yet; forecast "), line
+    assert f"its recorded points {rec['inside_band']:.0%} inside it" in line and line.endswith("report.html")
 
 
 def test_finals_still_import_and_predict(tmp_path):

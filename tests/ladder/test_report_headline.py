@@ -30,27 +30,35 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "RAY_AUTH_MODE": "disabled"})
 
 
+@pytest.fixture(scope="module")
+def smoke_copy(ladder_smoke_root, tmp_path_factory) -> str:
+    """A copy of the suite's smoke ladder: a report rewrites its own folder, and the shared one stays as it was."""
+    copy = tmp_path_factory.mktemp("headline") / "root"
+    shutil.copytree(ladder_smoke_root, copy, ignore=shutil.ignore_patterns("checkpoints*", "wandb"))
+    return str(copy)
+
+
 def smoke_spec(root: str):
     from ladder.spec.load import load_spec
 
     return dataclasses.replace(load_spec(SMOKE), root=root)
 
 
-def test_the_predicted_curve_ends_on_the_prediction_the_report_heads_with(ladder_smoke_root):
+def test_the_predicted_curve_ends_on_the_prediction_the_report_heads_with(smoke_copy):
     from ladder.dag import queries
 
-    dirs = queries.step_dirs(smoke_spec(ladder_smoke_root))
+    dirs = queries.step_dirs(smoke_spec(smoke_copy))
     hero = json.loads(Path(dirs["predict"], "prediction.json").read_text())["hero"]
     curve = pd.read_csv(Path(dirs["predict"], "hero_curve.csv"))
     last = curve.iloc[-1]
-    assert int(last["step"]) == smoke_spec(ladder_smoke_root).hero.steps
+    assert int(last["step"]) == smoke_spec(smoke_copy).hero.steps
     for col, key in (("loss", "predicted_final_loss"), ("lower", "lower"), ("upper", "upper")):
         assert last[col] == pytest.approx(hero[key], rel=1e-12), col  # one number, written twice
     # the shape before the end is the rungs' (a train-loss curve rescaled, not flattened onto the final)
     assert curve["loss"].iloc[0] > 1.5 * last["loss"]
     assert (curve["lower"] <= curve["loss"]).all() and (curve["loss"] <= curve["upper"]).all()
 
-    proc = run_cli("report", SMOKE, "--root", ladder_smoke_root)
+    proc = run_cli("report", SMOKE, "--root", smoke_copy)
     assert proc.returncode == 0, proc.stderr[-2000:]
     line = proc.stdout.rstrip("\n").splitlines()[-1]
     got = LANDED.match(line)
@@ -71,14 +79,14 @@ def test_the_predicted_curve_ends_on_the_prediction_the_report_heads_with(ladder
     assert report_html.is_file()
 
 
-def test_a_blocked_ladder_says_what_to_do_next_and_how_often(ladder_smoke_root, tmp_path):
+def test_a_blocked_ladder_says_what_to_do_next_and_how_often(smoke_copy, tmp_path):
     """The smoke ladder's own report as the gate would leave it had a replica outlier blocked the hero."""
     from ladder.dag import queries
     from ladder.report.headline import final_lines
 
     spec_path = tmp_path / "smoke.py"
     shutil.copy(SMOKE, spec_path)
-    spec = smoke_spec(ladder_smoke_root)
+    spec = smoke_spec(smoke_copy)
     rep, html = queries.build_report(spec)
     hero = {**rep["hero"], "status": None, "actual_final_loss": None, "relative_error": None, "inside_interval": None}
     gate = {**rep["gate"], "passed": False, "reasons": ["rung_2 and rung_2_r1 differ"],
@@ -92,8 +100,8 @@ def test_a_blocked_ladder_says_what_to_do_next_and_how_often(ladder_smoke_root, 
     commands = re.findall(r"`([^`]+)`", lines[0])
     reseed, force = (shlex.split(c) for c in commands)
     seed = max(r.seed for r in spec.rungs) + 1
-    assert reseed == ["ladder", "submit", str(spec_path), "--root", ladder_smoke_root, "--set", f"rungs[1].seed={seed}"]
-    assert force == ["ladder", "submit", str(spec_path), "--root", ladder_smoke_root, "--force"]
+    assert reseed == ["ladder", "submit", str(spec_path), "--root", smoke_copy, "--set", f"rungs[1].seed={seed}"]
+    assert force == ["ladder", "submit", str(spec_path), "--root", smoke_copy, "--force"]
     # the reseed command's override is one the CLI takes (plan: nothing runs)
     proc = run_cli("plan", *reseed[2:], "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -104,6 +112,14 @@ def test_a_blocked_ladder_says_what_to_do_next_and_how_often(ladder_smoke_root, 
                                               "1,passed,-0.01\n2,blocked,\n3,passed,0.004\n4,passed,0.02\n")
     lines = final_lines(blocked, html, spec, str(spec_path))
     assert "the gate blocked 1 of 4 recorded draws of this ladder (25%" in lines[1]
+    # a record that says something else is bad input: one line naming the file and the fix
+    from fits.errors import InputError
+
+    (tmp_path / "smoke_draws.csv").write_text("seed,gate\n1,passed\n2,maybe\n")
+    with pytest.raises(InputError, match=r"smoke_draws.csv: gate 'maybe' in column `gate`; each draw's gate is passed or blocked"):
+        final_lines(blocked, html, spec, str(spec_path))
+    (tmp_path / "smoke_draws.csv").write_text("# draws of the smoke ladder\nseed,gate\n")
+    assert "no draws recorded yet" in final_lines(blocked, html, spec, str(spec_path))[1]
 
     # a backtest block (no outlier below the gate's level): --force is the one next step
     other = {**blocked, "fit": {**rep["fit"], "replica_outlier": {**outlier, "p_family": 0.2}}}

@@ -68,7 +68,7 @@ async def _moe_traces(b, sid, events):
 @pytest.mark.slow
 def test_smoke_moe_page_draws_the_hero_envelopes(smoke_root, browser, screenshot_dir):
     """The hero selected (the page's default): each chart with an envelope draws its band and centre under
-    the hero's series; the drop rate's and the load's say upper bound; the router-bias chart adds the norm
+    the hero's series; the drop rate's and the load's say upper bound; the router-bias chart adds the RMS
     over layers the envelope is of."""
     with DashboardServer(smoke_root, port=0) as s:
         out = browser.check_page(f"{s.url}#/smoke/moe", "moe", screenshot_dir / "smoke_moe_envelopes.png", then=_moe_traces)
@@ -80,6 +80,6 @@ def test_smoke_moe_page_draws_the_hero_envelopes(smoke_root, browser, screenshot
         band = [n for n in names if n.startswith("envelope (")]
         assert band and all(("upper bound" in n) == upper_only for n in band), (chart, names)
         assert "envelope centre" in names, (chart, names)
-    assert "norm over layers" in figs["c-bias"]
+    assert "RMS over layers" in figs["c-bias"]
     assert not any(n.startswith("envelope") for n in figs["c-routing_entropy"] + figs["c-loss"])
     assert "steps inside the rungs' 90% envelopes" in out["dom"]["text"]

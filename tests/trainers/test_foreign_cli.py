@@ -119,3 +119,19 @@ def test_the_step_hash_follows_the_trainer_code_env_and_command(tmp_path):
     assert hashes("--set", "trainer.env={'OMP_NUM_THREADS': '2'}")["rung_1"] not in (before["rung_1"], edited["rung_1"])
     command = "trainer.command=('{python}', 'bigram_trainer.py', '--config', '{config}', '--quiet')"
     assert hashes("--set", command)["rung_1"] not in (before["rung_1"], edited["rung_1"])
+
+
+def test_plan_shows_each_runs_trainer_and_command_line(tmp_path):
+    root = tmp_path / "runs"
+    proc = cli("plan", SPEC, "--root", str(root), "--json")
+    assert proc.returncode == 0, proc.stderr
+    steps = {s["step"]: s for s in json.loads(proc.stdout)["steps"]}
+    rung = steps["rung_1"]
+    assert rung["trainer"] == "command"
+    assert rung["argv"][1:] == ["bigram_trainer.py", "--config", f"{rung['path']}/run.json"]
+    assert steps["hero"]["trainer"] == "callable" and steps["hero"]["function"] == "bigram_trainer:train"
+    assert "trainer" not in steps["fit"]
+    text = cli("plan", SPEC, "--root", str(root)).stdout
+    assert f"rung_1   command  {rung['argv'][0]} bigram_trainer.py --config {rung['path']}/run.json" in text, text
+    assert "hero     callable bigram_trainer:train" in text
+    assert not root.exists()

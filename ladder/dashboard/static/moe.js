@@ -4,7 +4,7 @@
  * (fraction x its total steps), with its steps outside them marked. */
 "use strict";
 
-// chart -> the metric its envelope is of (the router-bias chart: the norm over layers, drawn beside them)
+// chart -> the metric its envelope is of (the router-bias chart: the RMS over layers, drawn beside them)
 const ENVELOPE_OF = { "c-bias": "router_bias_norm", "c-expert_load_max_over_mean": "expert_load_max_over_mean",
   "c-drop_rate": "drop_rate", "c-grad_norm": "grad_norm" };
 
@@ -90,10 +90,10 @@ RENDER.moe = function (d, changedPage) {
         const keys = e.metric in s ? [e.metric] : r.bias_keys; return Math.max(...keys.map((k) => (s[k] || [])[j] ?? -Infinity)); }),
       mode: "markers", name: "spikes", marker: { symbol: "x", size: 9, color: "#d62728" } });
     const env = envelopeTraces(dyn, ENVELOPE_OF["c-bias"]);
-    if (env.length) {  // the envelope is of the norm over layers: draw that norm too
-      const norm = (s.step || []).map((_, i) => Math.sqrt(r.bias_keys.reduce((a, k) => a + ((s[k] || [])[i] ?? NaN) ** 2, 0)));
+    if (env.length) {  // the envelope is of the RMS over layers (ladder/analysis/dynamics.py): draw that RMS too
+      const norm = (s.step || []).map((_, i) => Math.sqrt(r.bias_keys.reduce((a, k) => a + ((s[k] || [])[i] ?? NaN) ** 2, 0) / r.bias_keys.length));
       const keep = norm.map((v, i) => (isFinite(v) ? i : -1)).filter((i) => i >= 0);
-      bias.push({ x: keep.map((i) => s.step[i]), y: keep.map((i) => norm[i]), mode: "lines", name: "norm over layers",
+      bias.push({ x: keep.map((i) => s.step[i]), y: keep.map((i) => norm[i]), mode: "lines", name: "RMS over layers",
         line: { color: "#1d232b", width: 1.6 } });
     }
     plot("c-bias", [...env, ...bias, ...outsideTrace(dyn, ENVELOPE_OF["c-bias"])], lay("‖router bias‖", ENVELOPE_OF["c-bias"]));

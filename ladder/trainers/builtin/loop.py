@@ -126,6 +126,8 @@ def train(
         fpt = mspec.flops_per_token(seq)
 
         mixture = open_mixture(data, seq, seed, shard_dirs)
+        if data.switch_at > 0:  # a data-mix change mid-run (a hero's declared change, or its replay on a rung)
+            mixture.switch(round(data.switch_at * total_steps), batch, data.switch_weights)
         if getattr(mixture, "vocab_size", 0) > mspec.vocab:
             raise ValueError(f"{rung.name}.model.vocab: {mspec.vocab} is smaller than its tokenizer's "
                              f"{mixture.vocab_size} tokens; raise vocab or leave it at the default")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ladder.spec import DataSpec
-from ladder.trainers.builtin.sampling import Sampler
+from ladder.trainers.builtin.sampling import Sampler, SwitchedSampler
 from ladder.trainers.builtin.shards import Split
 
 
@@ -41,6 +41,13 @@ class WindowMixture:
         w = np.array([d.weight for d in self.domains], dtype=np.float64)
         self.weights = w / w.sum()
         self.sampler = Sampler(self.seed, self.weights, [d.train.n_windows for d in self.domains])
+
+    def switch(self, step: int, batch_size: int, weights) -> None:
+        """From optimizer step ``step`` on, draw with ``weights`` (domain name -> weight; a domain not named
+        gets 0): a data-mix change mid-run, each domain's windows continuing where they were."""
+        w = np.array([float(weights.get(d.name, 0.0)) for d in self.domains], dtype=np.float64)
+        after = Sampler(self.seed, w / w.sum(), [d.train.n_windows for d in self.domains])
+        self.sampler = SwitchedSampler(self.sampler, after, int(step) * int(batch_size))
 
     def batch(self, step: int, batch_size: int, rows: slice | None = None) -> np.ndarray:
         """(batch_size, seq_len + 1) int32 tokens for optimizer step ``step`` (0-based); with ``rows``, only

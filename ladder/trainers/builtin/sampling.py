@@ -114,14 +114,53 @@ class Sampler:
             out[sel] = permute(k[sel] % n, n, (self.seed, 0xE9, d, int(e)))
         return out
 
-    def epochs(self, n_draws: int) -> list[float]:
-        """How many passes over each domain's windows the first ``n_draws`` draws make."""
+    def drawn(self, n_draws: int) -> list[int]:
+        """How many of the first ``n_draws`` draws fell to each domain."""
         full, part = divmod(int(n_draws), self.block)
         out = []
-        for d, n in enumerate(self.n_windows):
+        for d in range(len(self.n_windows)):
             drawn = full * int(self.counts[d])
             if part:
                 order, _ = self._block(full)
                 drawn += int((order[:part] == d).sum())
-            out.append(drawn / n if n else 0.0)
+            out.append(drawn)
         return out
+
+    def epochs(self, n_draws: int) -> list[float]:
+        """How many passes over each domain's windows the first ``n_draws`` draws make."""
+        return [c / n if n else 0.0 for c, n in zip(self.drawn(n_draws), self.n_windows, strict=True)]
+
+
+class SwitchedSampler:
+    """A mixture switched at global draw ``g0`` (a data-mix change mid-run): draws before it are
+    ``before``'s, draws from it on ``after``'s counted from the switch, and each domain's draw numbers
+    carry on from where ``before`` left them, so its windows continue the same per-epoch
+    permutation (none read twice within an epoch across the switch). Still a pure function of
+    (seed, step): a resumed run reads the same windows."""
+
+    def __init__(self, before: Sampler, after: Sampler, g0: int):
+        self.before, self.after, self.g0 = before, after, int(g0)
+        self.n_windows = before.n_windows
+        self.drawn_before = np.array(before.drawn(self.g0), dtype=np.int64)  # each domain's draws before g0
+
+    def draws(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g = np.asarray(g, dtype=np.int64)
+        dom, k = np.empty_like(g), np.empty_like(g)
+        early = g < self.g0
+        if early.any():
+            dom[early], k[early] = self.before.draws(g[early])
+        if (~early).any():
+            d, k_after = self.after.draws(g[~early] - self.g0)
+            dom[~early], k[~early] = d, self.drawn_before[d] + k_after
+        return dom, k
+
+    def windows(self, d: int, k: np.ndarray) -> np.ndarray:
+        return self.before.windows(d, k)
+
+    def epochs(self, n_draws: int) -> list[float]:
+        n_draws = int(n_draws)
+        if n_draws <= self.g0:
+            return self.before.epochs(n_draws)
+        drawn = self.drawn_before + np.array(self.after.drawn(n_draws - self.g0), dtype=np.int64)
+        return [int(c) / n if n else 0.0 for c, n in zip(drawn, self.n_windows, strict=True)]
+

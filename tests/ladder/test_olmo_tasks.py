@@ -1,0 +1,94 @@
+"""OLMo's task ladder through the commands (issue 57): `ladder import-results SPEC DIR` reads OLMo's own
+CSVs, `ladder submit` forecasts, `ladder report --json` carries one row per task; bad input is one line,
+exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from patience import HANG_S
+
+REPO = Path(__file__).resolve().parents[2]
+LADDER = str(Path(sys.executable).parent / "ladder")
+SPEC = str(REPO / "experiments" / "olmo_7b.py")
+DATA = REPO / "fits" / "reference_data" / "olmo_ladder"
+TASKS = ("mmlu", "hellaswag", "arc_challenge", "arc_easy", "piqa", "csqa", "socialiqa", "openbookqa")
+FIELDS = ("task", "predicted", "lower", "upper", "level", "actual", "method", "backtest")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[dict, Path]:
+    root = tmp_path_factory.mktemp("olmo-root")
+    proc = run_cli("import-results", SPEC, str(DATA), "--root", str(root), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["kind"] == "curves" and len(doc["names"]) == 17  # 16 rungs and the hero
+    proc = run_cli("submit", SPEC, "--root", str(root), "--no-progress", "--wandb", "disabled")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]  # the gate of a hero trained elsewhere is advisory
+    proc = run_cli("report", SPEC, "--root", str(root), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout), root
+
+
+def test_the_report_carries_one_row_per_task_with_its_method_and_backtest(report):
+    rep, root = report
+    rows = {r["task"]: r for r in rep["tasks"]}
+    assert set(rows) == set(TASKS)
+    for r in rows.values():
+        assert set(FIELDS) <= set(r)
+        assert 0.0 <= r["lower"] <= r["predicted"] <= r["upper"] <= 1.0 and r["level"] == 0.9
+        assert r["method"] in r["backtest"]["mae_by_method"]
+        assert r["backtest"]["mae_by_method"][r["method"]] == min(v for v in r["backtest"]["mae_by_method"].values()
+                                                                  if v == v)
+        assert set(r["backtest"]["predict"]) == {"1B-1xC", "1B-2xC", "1B-5xC", "1B-10xC"}  # the largest size
+        assert "1B-10xC" not in r["backtest"]["fit_on"]
+        assert 0.2 < r["actual"] < 0.95  # the hero's anneal row, imported with it
+        assert r["error"] == pytest.approx(100 * (r["predicted"] - r["actual"]))
+    s = rep["tasks_summary"]
+    assert s["scored"] == 8 and s["within_2_points"] <= 8 and s["inside_interval"] <= 8
+    html = next(root.glob("olmo_7b/report-*/report.html")).read_text()
+    assert "Task accuracy forecasts (8 tasks)" in html and "f-task-arc-challenge" in html
+
+
+def test_a_metric_column_missing_from_an_import_is_one_line_and_writes_nothing(tmp_path):
+    src = tmp_path / "olmo"
+    src.mkdir()
+    frame = pd.read_csv(DATA / "190M-1xC.csv")
+    frame.drop(columns=["eval/downstream/piqa_val_rc_5shot_len_norm"]).to_csv(src / "190M-1xC.csv", index=False)
+    shutil.copy(DATA / "190M-2xC.csv", src / "190M-2xC.csv")
+    root = tmp_path / "root"
+    proc = run_cli("import-results", SPEC, str(src), "--root", str(root))
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and "190M-1xC.csv" in line and "eval/downstream/piqa_val_rc_5shot_len_norm" in line
+    assert not (root / "olmo_7b" / "imported_results.csv").exists()
+
+
+def test_a_task_with_no_rung_points_is_one_line_and_runs_nothing(tmp_path):
+    src = tmp_path / "olmo"
+    src.mkdir()
+    for size in ("190M", "370M", "760M", "1B"):  # every rung imported (with piqa's metrics only), no hero
+        for k in (1, 2, 5, 10):
+            shutil.copy(DATA / f"{size}-{k}xC.csv", src / f"{size}-{k}xC.csv")
+    root = tmp_path / "root"
+    proc = run_cli("import-results", SPEC, str(src), "--root", str(root), "--set", "fit.forecast_tasks=['piqa']")
+    assert proc.returncode == 0, proc.stderr
+    before = sorted(p.name for p in (root / "olmo_7b").iterdir())
+    proc = run_cli("submit", SPEC, "--root", str(root), "--no-progress", "--wandb", "disabled",
+                   "--set", "fit.forecast_tasks=['piqa', 'boolq']", "--set", "fit.task_chance={'boolq': 0.5}")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    line = proc.stderr.strip()
+    assert "\n" not in line and "'boolq'" in line and "no points on any rung" in line
+    assert sorted(p.name for p in (root / "olmo_7b").iterdir()) == before
