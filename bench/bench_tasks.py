@@ -1,5 +1,6 @@
 """What a task eval costs beside a loss eval: the default ladder's data (experiments/tiny.py) with its built-in
-held-out cloze (data.tasks = (TaskSpec("heldout_cloze", "builtin:heldout_cloze"),)), at three of its sizes.
+held-out cloze (data.tasks = (TaskSpec("heldout_cloze", "builtin:heldout_cloze"),)), at its smallest, middle and
+largest rung and its hero.
 
 For each size, one device, after a first call of each (the compiles) is left out: the seconds of the loss eval on
 ``eval_tokens`` a domain (every eval of a rung) and on ``final_eval_tokens`` (the final, and every hero eval), and
@@ -16,7 +17,6 @@ import time
 from pathlib import Path
 
 ROUNDS = 3
-WIDTHS = (16, 32, 48, 72)  # rung_1, rung_3, rung_5 and the hero of experiments/tiny.py
 
 
 def _tiny():
@@ -41,18 +41,19 @@ def main() -> None:
 
     tiny = _tiny()
     data = dataclasses.replace(tiny.LADDER.data, tasks=(TaskSpec("heldout_cloze", "builtin:heldout_cloze"),))
-    seq = tiny.RECIPE.seq_len
+    seq = tiny.LADDER.rungs[0].seq_len
     mixture = Mixture(data, seq, 0)
     t0 = time.perf_counter()
     rows = encode("heldout_cloze", load_items(data.tasks[0], data), ByteTokenizer(), seq)
     setup = time.perf_counter() - t0
     print(f"backend {jax.default_backend()}, {len(jax.local_devices())} device(s) (one used); tasks: "
           f"{', '.join(t.name for t in data.tasks)}")
-    head = (f"{'d_model':>7} {'N active':>9} {'loss eval s':>11} {'final eval s':>12} {'task eval s':>11} "
+    rungs = tiny.LADDER.rungs
+    runs = (rungs[0], rungs[len(rungs) // 2], rungs[-1], tiny.LADDER.hero)
+    head = (f"{'run':<8} {'d x L':>6} {'N active':>9} {'loss eval s':>11} {'final eval s':>12} {'task eval s':>11} "
             f"{'task/eval':>9} {'task/final':>10}")
     lines = []
-    for width in WIDTHS:
-        run = tiny.RECIPE.rung(f"d{width}", width, tiny.LAYERS)
+    for run in runs:
         fm = eval_model(build(run.model, 0), data, 0)
         run_eval = make_run_eval(mixture, make_eval(fm), 1, seq, 0.0)
         run_tasks = make_run_tasks([rows], fm)
@@ -68,7 +69,8 @@ def main() -> None:
                 fn(*args)
                 times[k].append(time.perf_counter() - start)
         med = {k: statistics.median(v) for k, v in times.items()}
-        lines.append(f"{width:>7} {run.model.params_active:>9,} {med['eval']:>11.3f} {med['final']:>12.3f} "
+        shape = f"{run.model.d_model}x{run.model.n_layers}"
+        lines.append(f"{run.name:<8} {shape:>6} {run.model.params_active:>9,} {med['eval']:>11.3f} {med['final']:>12.3f} "
                      f"{med['task']:>11.3f} {med['task'] / med['eval']:>8.0%} {med['task'] / med['final']:>10.0%}")
     n_dom = len(data.domains)
     print(f"loss eval: {n_dom} domains x {data.eval_tokens:,} tokens (final: x {data.final_tokens:,}); task eval: "

@@ -76,6 +76,8 @@ def result(inp: dict, out: Path, wall_s: float, trainer: dict) -> dict:
         "final_bpb_by_domain": {d: _num(final.get(f"bpb/{d}")) for d in domains if f"bpb/{d}" in final},
         "final_eval_tokens": inp["eval"]["final_tokens_per_domain"],
         "final_sample_eval_loss": _num(curve["eval_loss"]) if separate else None,
+        # data.tasks' columns (task_acc/<task>, task_bpb/<task> ...): the final's, else the last eval row's
+        "final_task_metrics": {k: _num(v) for k, v in {**curve, **final}.items() if k.startswith("task_")},
         "params_total": model["params_total"],
         "params_active": model["params_active"],
         "params_non_embedding": model["params_non_embedding"],

@@ -137,7 +137,7 @@ def test_result_needs_the_final_eval(spec, tmp_path):
     with pytest.raises(NoFinalEval, match=f"without a final eval row .* at step {steps}"):
         result(inp, tmp_path, 1.0, {"kind": "command"})
     with writer.RunWriter(inp, resume_step=steps) as w:
-        w.eval(steps, 3.1, **{"eval_loss/code": 3.0, "eval_loss/prose": 3.2})
+        w.eval(steps, 3.1, **{"eval_loss/code": 3.0, "eval_loss/prose": 3.2, "task_acc/cloze": 0.4})
     with pytest.raises(NoFinalEval, match=layout.FINAL_EVAL):  # the final sample differs from the evals'
         result(inp, tmp_path, 1.0, {"kind": "command"})
     with writer.RunWriter(inp, resume_step=steps) as w:
@@ -145,6 +145,7 @@ def test_result_needs_the_final_eval(spec, tmp_path):
     res = result(inp, tmp_path, 1.0, {"kind": "command"})
     assert res["final_eval_loss"] == 3.05 and res["final_sample_eval_loss"] == 3.1
     assert res["final_eval_loss_by_domain"] == {"code": 2.9, "prose": 3.2}
+    assert res["final_task_metrics"] == {"task_acc/cloze": 0.4}  # the last eval row's, on the same parameters
     assert res["trainer"] == {"kind": "command"} and res["tokens"] == steps * inp["tokens_per_step"]
 
 

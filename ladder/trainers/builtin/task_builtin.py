@@ -4,7 +4,7 @@
 right choice is the text that follows it, the others are spans that follow the same last ``KEY_CHARS``
 characters elsewhere in the domain's held-out text. Every choice then fits the context's last characters, so
 only a model that reads further back tells them apart, and a larger model reads further: accuracy rises with
-scale above chance (1 / CHOICES), as the bench and experiments/tasks_record.md measure. The items are split
+scale above chance (1 / CHOICES), as experiments/tasks_record.md measures (``python -m bench.task_rise``). The items are split
 evenly over the domains, the right choice's position is balanced over the items, and the draw is a function of
 (the held-out text, the task's ``seed`` and ``items``) only, so every run of a ladder scores the same items.
 
@@ -41,7 +41,7 @@ def cloze_items(text: str, n: int, rng: np.random.Generator, answers: np.ndarray
     """``n`` cloze items from ``text``; item i's right choice goes at index ``answers[i]``."""
     n_choices = CHOICES
     code = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-    sep = np.cumsum(code == ord(SEP))  # documents numbered: a window's ends in one document
+    sep = np.cumsum(code == ord(SEP))  # documents numbered: a context and its choice lie in one document
     pos = np.arange(context + 1, code.size - choice)
     starts = pos[np.isin(code[pos - 1], (ord(" "), ord("\n"))) & ~np.isin(code[pos], (ord(" "), ord("\n")))]
     starts = starts[sep[starts - context - 1] == sep[starts + choice - 1]]
