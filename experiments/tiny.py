@@ -19,7 +19,7 @@ Why this layout (issue 55; experiments/tiny_record.md has the measurements befor
   two seeds at five sizes spent half the rung compute on a second opinion of each size.
 """
 
-from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, Rule, ScheduleSpec
+from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, Rule, ScheduleSpec, TaskSpec
 from ladder.spec.recipe import Recipe
 
 RECIPE = Recipe(
@@ -57,6 +57,10 @@ LADDER = LadderSpec(
         # The final eval, the number the laws fit and the hero is scored on, reads 4x the windows: the
         # shared 256-window sample read 0.7-1.0% above the whole held-out split (tiny_record.md).
         final_eval_tokens=131_072,
+        # A multiple-choice cloze drawn from the held-out text (docs/tasks.md), scored at every eval: what
+        # the report forecasts the hero's accuracy from (experiments/tasks_record.md: it rises above chance
+        # across sizes).
+        tasks=(TaskSpec("heldout_cloze", "builtin:heldout_cloze"),),
     ),
     fit=FitSpec(law="compute", curve_law="multipower", bootstrap=200),
     gate=GateSpec(max_backtest_error=0.02, max_interval_width=0.15, accept_single_seed=True),

@@ -5,7 +5,8 @@ to new directories (retraining them).
 Re-pinned deliberately (issue 45): the ``bytes`` ladders (smoke, tiny, smoke_isoflop) sample without
 replacement now, which changes their batches, so their train configs say so (``sampling``) and every
 step moves; marin_moe_535b names its tokenizer (Llama 3's 128,256 tokens, declared) instead of ``bytes``.
-Re-pinned deliberately (issue 55): tiny is a new ladder (seven depth-scaled sizes at one seed each).
+Re-pinned deliberately (issue 55): tiny is a new ladder (seven depth-scaled sizes at one seed each), and
+its runs score the built-in cloze task at every eval (issue 57: the task file joins their inputs).
 
 The hashed ``inputs`` (package versions, data digests) are set to one value first: they change with
 an upgrade, which is meant to move a run, and are not what this test guards. The kinds the hashes
@@ -38,18 +39,18 @@ PINNED = {
         "rung_4": "9a76f6b995d3",
     },
     "tiny": {
-        "fit": "9f503a839618",
-        "gate": "b9be66dff175",
-        "hero": "67fd47723043",
-        "predict": "276dd495f796",
-        "report": "459e8325e697",
-        "rung_1": "235c1606e158",
-        "rung_2": "cdfc3d223c5a",
-        "rung_3": "5ec8b8fc281e",
-        "rung_4": "7580b2fe8154",
-        "rung_5": "b24f25bf6bff",
-        "rung_6": "17cd7d3a0dc9",
-        "rung_7": "1f81bbda5c09",
+        "fit": "252c884b58c0",
+        "gate": "fbb435be5043",
+        "hero": "dd21a4b47703",
+        "predict": "6767d21a58f9",
+        "report": "c4324002b3a9",
+        "rung_1": "4aca3a0ed2a8",
+        "rung_2": "3511a7bfaffe",
+        "rung_3": "8ac209c692c4",
+        "rung_4": "85a582b7cacb",
+        "rung_5": "6ef8d07b8782",
+        "rung_6": "065ff2a8218d",
+        "rung_7": "02a8212831a8",
     },
     "smoke_isoflop": {
         "fit": "b402a54ecb05",
