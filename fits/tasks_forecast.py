@@ -144,7 +144,8 @@ def _bootstrap_sd(checkpoints: pd.DataFrame, cols: TaskColumns, method: str, res
                 continue
             # a run drawn twice counts twice: its final is repeated under a new run name
             draws = [fin.iloc[[i]].assign(run=f"{runs[i]}#{k}") for k, i in enumerate(pick)]
-            preds.append(float(fit_single_step(pd.concat(draws), cols.acc, chance=cols.chance).predict(N, D)))
+            refit = fit_single_step(pd.concat(draws), cols.acc, chance=cols.chance, start=result.diagnostics["theta"])
+            preds.append(float(refit.predict(N, D)))
         return float(np.std(preds)) if preds else 0.0
     from fits.uncertainty import bootstrap
 

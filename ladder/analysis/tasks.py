@@ -34,6 +34,8 @@ def task_settings(fit) -> dict:
         out["task_chance"] = dict(fit.task_chance)
     if fit.hero_task_evals != 1:
         out["hero_task_evals"] = int(fit.hero_task_evals)
+    if out:  # the runs' bootstrap of step 1 takes the fit's count (a ladder without task settings: the default)
+        out["bootstrap"] = int(fit.bootstrap)
     return out
 
 
@@ -83,19 +85,20 @@ def forecasts(points: pd.DataFrame, hero: dict, settings: dict, level: float, ca
     tasks = tasks_in(points, settings)
     require_task_points(points, tasks)
     inputs = json.dumps([tasks, {t: chance_of(t, settings) for t in tasks}, float(hero["params"]),
-                         float(hero["tokens"]), level, _code_digest()], sort_keys=True)
+                         float(hero["tokens"]), level, settings.get("bootstrap"), _code_digest()], sort_keys=True)
     key = hashlib.sha256(points.to_csv(index=False).encode() + inputs.encode()).hexdigest()[:16]
     cached = layout.read_json(cache_dir / f"{key}.json", None)
     if cached is not None:
         return cached
     step1: dict = {}  # C4's step-1 fits serve every task's chain through it
-    rows = [_forecast(points, t, chance_of(t, settings), hero, level, step1) for t in tasks]
+    rows = [_forecast(points, t, chance_of(t, settings), hero, level, step1, settings) for t in tasks]
     layout.write_json_atomic(cache_dir / f"{key}.json", rows)
     return rows
 
 
-def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict, level: float, step1: dict) -> dict:
-    from fits.tasks_forecast import TaskColumns, forecast_task, methods_for
+def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict, level: float, step1: dict,
+              settings: dict) -> dict:
+    from fits.tasks_forecast import BOOTSTRAP_RESAMPLES, TaskColumns, forecast_task, methods_for
 
     has_bpb = BPB + task in points.columns and np.isfinite(points[BPB + task].to_numpy(float)).any()
     cols = TaskColumns(task=task, loss=BPB + task, acc=ACC + task, chance=chance if chance is not None else 0.0,
@@ -106,7 +109,7 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
     if not has_bpb:  # no task loss recorded: only the laws that skip it
         methods = tuple(m for m in methods if m in ("single_step", "intermediate_chain"))
     result = forecast_task(points, cols, float(hero["params"]), float(hero["tokens"]), level=level, methods=methods,
-                           step1=step1)
+                           step1=step1, n_resamples=int(settings.get("bootstrap", BOOTSTRAP_RESAMPLES)))
     diag = result.diagnostics
     f, choice = diag["forecast"], diag["choice"]
     bt = pd.DataFrame(diag["backtest"])
