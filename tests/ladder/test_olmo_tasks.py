@@ -42,6 +42,7 @@ def report(tmp_path_factory) -> tuple[dict, Path]:
     return json.loads(proc.stdout), root
 
 
+@pytest.mark.slow  # 16 imported rungs through Ray, and 8 tasks' backtests and bootstraps in the report step
 def test_the_report_carries_one_row_per_task_with_its_method_and_backtest(report):
     rep, root = report
     rows = {r["task"]: r for r in rep["tasks"]}
