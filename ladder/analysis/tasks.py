@@ -122,8 +122,8 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
                          "predict": mine["run"].tolist(), "errors": mine["error"].round(3).tolist(),
                          "coverage": choice["coverage"]},
             "interval": {k: f[k] for k in ("sigma", "sd_bootstrap", "scatter", "per_decade", "decades")},
-            "chain_loss": f.get("loss"), "chance": chance, "law": {"name": result.law, "params": result.params,
-                                                                   "config": result.config}}
+            "chain_loss": f.get("loss"), "chance": chance, "hero": {"params": f["params"], "tokens": f["tokens"]},
+            "law": {"name": result.law, "params": result.params, "config": result.config}}
 
 
 def _code_digest() -> str:
