@@ -98,8 +98,9 @@ def backtest(checkpoints: pd.DataFrame, cols: TaskColumns, methods=None, step1: 
 def choose(bt: pd.DataFrame, methods) -> tuple[str, dict[str, float]]:
     """The method with the lowest mean absolute error on the primary backtest (ties: the earlier
     method of METHODS), and every method's figure."""
-    primary = bt[bt["primary"]]
-    mae = {m: float(primary.loc[primary["method"] == m, "error"].abs().mean()) for m in methods}
+    primary = bt[bt["primary"].astype(bool)]
+    mae = {m: float(primary.loc[primary["method"] == m, "error"].abs().mean()) if len(primary) else float("nan")
+           for m in methods}
     scored = [m for m in methods if np.isfinite(mae[m])]
     if not scored:
         raise InputError("no backtest: the ladder needs at least three sizes, the smaller two with "

@@ -83,7 +83,10 @@ def require_task_points(points: pd.DataFrame, tasks: list[str]) -> None:
 def forecasts(points: pd.DataFrame, hero: dict, settings: dict, level: float, cache_dir: Path) -> list[dict]:
     """One row per task at the hero's (params, tokens), cached by the points, the hero and the code."""
     tasks = tasks_in(points, settings)
-    require_task_points(points, tasks)
+    if settings.get("forecast_tasks"):
+        require_task_points(points, tasks)  # a task the spec names must have points
+    else:  # of the tasks found, those with a value somewhere
+        tasks = [t for t in tasks if np.isfinite(points[ACC + t].to_numpy(float)).any()]
     inputs = json.dumps([tasks, {t: chance_of(t, settings) for t in tasks}, float(hero["params"]),
                          float(hero["tokens"]), level, settings.get("bootstrap"), _code_digest()], sort_keys=True)
     key = hashlib.sha256(points.to_csv(index=False).encode() + inputs.encode()).hexdigest()[:16]
@@ -91,7 +94,13 @@ def forecasts(points: pd.DataFrame, hero: dict, settings: dict, level: float, ca
     if cached is not None:
         return cached
     step1: dict = {}  # C4's step-1 fits serve every task's chain through it
-    rows = [_forecast(points, t, chance_of(t, settings), hero, level, step1, settings) for t in tasks]
+    rows = []
+    for t in tasks:
+        try:
+            rows.append(_forecast(points, t, chance_of(t, settings), hero, level, step1, settings))
+        except InputError as exc:  # this task's rungs cannot carry a forecast (too few sizes or runs): said in its row
+            rows.append({"task": t, "predicted": None, "lower": None, "upper": None, "level": level, "actual": None,
+                         "error": None, "inside": None, "method": None, "backtest": None, "note": str(exc)})
     layout.write_json_atomic(cache_dir / f"{key}.json", rows)
     return rows
 
@@ -169,7 +178,7 @@ def add_tasks(report: dict, prediction: dict, dep_dirs: dict[str, str], config: 
     actual = hero_actuals(dep_dirs.get(config.get("hero") or ""), int(settings.get("hero_task_evals", 1)))
     for r in rows:
         a = actual.get(ACC + r["task"])
-        if a is not None:
+        if a is not None and r["predicted"] is not None:
             r.update({"actual": a, "error": 100.0 * (r["predicted"] - a), "inside": bool(r["lower"] <= a <= r["upper"]),
                       "actual_chain_loss": actual.get(((r.get("law") or {}).get("config") or {}).get("loss"))})
     report["tasks"] = rows

@@ -32,6 +32,8 @@ def figure(row: dict, points: pd.DataFrame) -> dict | None:
     from fits.laws.registry import build_law
 
     xcol, ycol = _x_column(row), "task_acc/" + row["task"]
+    if row.get("predicted") is None:
+        return None
     if xcol is None:
         return _single_step_figure(row, points, ycol)
     if points.empty or xcol not in points or ycol not in points:
@@ -102,10 +104,11 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
     for r in rows:
         bt = r.get("backtest") or {}
         mae = bt.get("mae_by_method") or {}
-        table_rows.append({**r, "bt": ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if v == v),
-                           "bt_on": f"{', '.join(bt.get('predict') or [])} from {len(bt.get('fit_on') or [])} smaller runs"})
+        table_rows.append({**r, "bt": ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if v == v) or r.get("note"),
+                           "bt_on": f"{', '.join(bt.get('predict') or [])} from {len(bt.get('fit_on') or [])} smaller runs"
+                           if bt else None})
     figs = {fig_id(r["task"]): f for r in rows if (f := figure(r, points)) is not None}
-    cards = "".join(f"<div><h3>{html.escape(r['task'])} ({html.escape(r['method'])})</h3>"
+    cards = "".join(f"<div><h3>{html.escape(r['task'])} ({html.escape(str(r['method']))})</h3>"
                     f"<div id='{fig_id(r['task'])}' class='fig'></div></div>" for r in rows if fig_id(r["task"]) in figs)
     head = ""
     if summary:
@@ -126,6 +129,9 @@ def lines(rep: dict) -> list[str]:
         return []
     out = ["", f"task accuracy ({len(rows)} tasks; method chosen by backtest on the rungs: the largest size from the smaller)"]
     for r in rows:
+        if r.get("predicted") is None:
+            out.append(f"  {r['task']:<14} no forecast: {r.get('note')}")
+            continue
         bt = r.get("backtest") or {}
         mae = bt.get("mae_by_method") or {}
         act = (f"  actual {100 * r['actual']:.1f}  error {r['error']:+.1f}  inside {'yes' if r['inside'] else 'no'}"
