@@ -109,8 +109,9 @@ def fit_chain(checkpoints: pd.DataFrame, loss: str, acc: str, *, chance: float |
                                   "step2": s2.to_dict()})
 
 
-def fit_single_step(checkpoints: pd.DataFrame, acc: str, *, chance: float) -> FitResult:
-    """The single-step law on the finals: least squares over a small grid of exponent starts."""
+def fit_single_step(checkpoints: pd.DataFrame, acc: str, *, chance: float, start=None) -> FitResult:
+    """The single-step law on the finals: least squares from the best few of a grid of exponents, or
+    from `start` (a fit's diagnostics["theta"]: a bootstrap resample starts at the base optimum)."""
     fin = finals(checkpoints)
     fin = fin[np.isfinite(fin[acc].to_numpy(float))]
     if len(fin) < STEP1_MIN_RUNS + 1:
@@ -126,7 +127,7 @@ def fit_single_step(checkpoints: pd.DataFrame, acc: str, *, chance: float) -> Fi
         return law_of(p).predict(np.exp(logN), np.exp(logD)) - y
 
     best = None
-    starts = _single_step_starts(logN, logD, y, chance)
+    starts = _single_step_starts(logN, logD, y, chance) if start is None else [list(start)]
     for x0 in starts:
         res = least_squares(resid, x0, bounds=([-20, -20, -20, 0.01, 0.01], [20, 60, 60, 2.0, 2.0]),
                             method="trf", x_scale="jac", max_nfev=5000)

@@ -98,8 +98,9 @@ def backtest(checkpoints: pd.DataFrame, cols: TaskColumns, methods=None, step1: 
 def choose(bt: pd.DataFrame, methods) -> tuple[str, dict[str, float]]:
     """The method with the lowest mean absolute error on the primary backtest (ties: the earlier
     method of METHODS), and every method's figure."""
-    primary = bt[bt["primary"]]
-    mae = {m: float(primary.loc[primary["method"] == m, "error"].abs().mean()) for m in methods}
+    primary = bt[bt["primary"].astype(bool)]
+    mae = {m: float(primary.loc[primary["method"] == m, "error"].abs().mean()) if len(primary) else float("nan")
+           for m in methods}
     scored = [m for m in methods if np.isfinite(mae[m])]
     if not scored:
         raise InputError("no backtest: the ladder needs at least three sizes, the smaller two with "
@@ -144,7 +145,8 @@ def _bootstrap_sd(checkpoints: pd.DataFrame, cols: TaskColumns, method: str, res
                 continue
             # a run drawn twice counts twice: its final is repeated under a new run name
             draws = [fin.iloc[[i]].assign(run=f"{runs[i]}#{k}") for k, i in enumerate(pick)]
-            preds.append(float(fit_single_step(pd.concat(draws), cols.acc, chance=cols.chance).predict(N, D)))
+            refit = fit_single_step(pd.concat(draws), cols.acc, chance=cols.chance, start=result.diagnostics["theta"])
+            preds.append(float(refit.predict(N, D)))
         return float(np.std(preds)) if preds else 0.0
     from fits.uncertainty import bootstrap
 

@@ -56,7 +56,7 @@ class BoundedSigmoidLaw:
         return self.chance + (1.0 - self.chance) * _expit(-self.k * (np.asarray(L, dtype=np.float64) - self.L0))
 
     def params(self) -> dict[str, float]:
-        return {"k": float(self.k), "L0": float(self.L0)}
+        return {k: float(getattr(self, k)) for k in BOUNDED_PARAMS}
 
 
 def step2_law(params: dict[str, float], chance: float | None):

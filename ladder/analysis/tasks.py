@@ -34,6 +34,8 @@ def task_settings(fit) -> dict:
         out["task_chance"] = dict(fit.task_chance)
     if fit.hero_task_evals != 1:
         out["hero_task_evals"] = int(fit.hero_task_evals)
+    if out:  # the runs' bootstrap of step 1 takes the fit's count (a ladder without task settings: the default)
+        out["bootstrap"] = int(fit.bootstrap)
     return out
 
 
@@ -81,21 +83,31 @@ def require_task_points(points: pd.DataFrame, tasks: list[str]) -> None:
 def forecasts(points: pd.DataFrame, hero: dict, settings: dict, level: float, cache_dir: Path) -> list[dict]:
     """One row per task at the hero's (params, tokens), cached by the points, the hero and the code."""
     tasks = tasks_in(points, settings)
-    require_task_points(points, tasks)
+    if settings.get("forecast_tasks"):
+        require_task_points(points, tasks)  # a task the spec names must have points
+    else:  # of the tasks found, those with a value somewhere
+        tasks = [t for t in tasks if np.isfinite(points[ACC + t].to_numpy(float)).any()]
     inputs = json.dumps([tasks, {t: chance_of(t, settings) for t in tasks}, float(hero["params"]),
-                         float(hero["tokens"]), level, _code_digest()], sort_keys=True)
+                         float(hero["tokens"]), level, settings.get("bootstrap"), _code_digest()], sort_keys=True)
     key = hashlib.sha256(points.to_csv(index=False).encode() + inputs.encode()).hexdigest()[:16]
     cached = layout.read_json(cache_dir / f"{key}.json", None)
     if cached is not None:
         return cached
     step1: dict = {}  # C4's step-1 fits serve every task's chain through it
-    rows = [_forecast(points, t, chance_of(t, settings), hero, level, step1) for t in tasks]
+    rows = []
+    for t in tasks:
+        try:
+            rows.append(_forecast(points, t, chance_of(t, settings), hero, level, step1, settings))
+        except InputError as exc:  # this task's rungs cannot carry a forecast (too few sizes or runs): said in its row
+            rows.append({"task": t, "predicted": None, "lower": None, "upper": None, "level": level, "actual": None,
+                         "error": None, "inside": None, "method": None, "backtest": None, "note": str(exc)})
     layout.write_json_atomic(cache_dir / f"{key}.json", rows)
     return rows
 
 
-def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict, level: float, step1: dict) -> dict:
-    from fits.tasks_forecast import TaskColumns, forecast_task, methods_for
+def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict, level: float, step1: dict,
+              settings: dict) -> dict:
+    from fits.tasks_forecast import BOOTSTRAP_RESAMPLES, TaskColumns, forecast_task, methods_for
 
     has_bpb = BPB + task in points.columns and np.isfinite(points[BPB + task].to_numpy(float)).any()
     cols = TaskColumns(task=task, loss=BPB + task, acc=ACC + task, chance=chance if chance is not None else 0.0,
@@ -106,7 +118,7 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
     if not has_bpb:  # no task loss recorded: only the laws that skip it
         methods = tuple(m for m in methods if m in ("single_step", "intermediate_chain"))
     result = forecast_task(points, cols, float(hero["params"]), float(hero["tokens"]), level=level, methods=methods,
-                           step1=step1)
+                           step1=step1, n_resamples=int(settings.get("bootstrap", BOOTSTRAP_RESAMPLES)))
     diag = result.diagnostics
     f, choice = diag["forecast"], diag["choice"]
     bt = pd.DataFrame(diag["backtest"])
@@ -119,8 +131,8 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
                          "predict": mine["run"].tolist(), "errors": mine["error"].round(3).tolist(),
                          "coverage": choice["coverage"]},
             "interval": {k: f[k] for k in ("sigma", "sd_bootstrap", "scatter", "per_decade", "decades")},
-            "chain_loss": f.get("loss"), "chance": chance, "law": {"name": result.law, "params": result.params,
-                                                                   "config": result.config}}
+            "chain_loss": f.get("loss"), "chance": chance, "hero": {"params": f["params"], "tokens": f["tokens"]},
+            "law": {"name": result.law, "params": result.params, "config": result.config}}
 
 
 def _code_digest() -> str:
@@ -166,7 +178,7 @@ def add_tasks(report: dict, prediction: dict, dep_dirs: dict[str, str], config: 
     actual = hero_actuals(dep_dirs.get(config.get("hero") or ""), int(settings.get("hero_task_evals", 1)))
     for r in rows:
         a = actual.get(ACC + r["task"])
-        if a is not None:
+        if a is not None and r["predicted"] is not None:
             r.update({"actual": a, "error": 100.0 * (r["predicted"] - a), "inside": bool(r["lower"] <= a <= r["upper"]),
                       "actual_chain_loss": actual.get(((r.get("law") or {}).get("config") or {}).get("loss"))})
     report["tasks"] = rows

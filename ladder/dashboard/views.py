@@ -280,7 +280,7 @@ class Views(LadderRoot):
                                             ("step", "tokens", "frac", "loss"))
         out["comparisons"] = self._comparisons(self.hero_comparisons(ladder))
         first = next(iter(out["comparisons"].values()), None)
-        out["exits"] = first["exits"] if first else []
+        out["exits"], out["tasks"] = (first["exits"] if first else []), readers.hero_tasks(self.files, dirs.get("report"))
         return out
 
     def hero_comparisons(self, ladder: str) -> dict[str, dict]:

@@ -10,10 +10,12 @@ when a step began running and a run's throughput.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ladder.outputs import layout
 from ladder.outputs.files import JsonlTable, num
 
 # The first 10% of a run is warmup and the descent from the initial loss (ln vocab), which no law
@@ -302,3 +304,12 @@ def hero_comparisons(files, predict_dir, hero_dir, imported: dict) -> dict[str, 
         if name.startswith("hero"):
             out[name] = compare(predicted, actual_series(files.jsonl(d / layout.METRICS)), baseline)
     return out
+
+
+TASK_KEYS = ("task", "method", "predicted", "lower", "upper", "level", "actual", "error", "inside", "note")
+
+
+def hero_tasks(files, report_dir: Path | None) -> list[dict]:
+    """The report's task forecasts (report.json "tasks"), flat for a table: the dashboard's hero page."""
+    doc = files.json(report_dir / layout.REPORT, {}) if report_dir is not None else {}
+    return [{k: r.get(k) for k in TASK_KEYS} for r in ((doc or {}).get("tasks") or []) if isinstance(r, dict)]

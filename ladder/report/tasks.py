@@ -32,7 +32,11 @@ def figure(row: dict, points: pd.DataFrame) -> dict | None:
     from fits.laws.registry import build_law
 
     xcol, ycol = _x_column(row), "task_acc/" + row["task"]
-    if xcol is None or points.empty or xcol not in points or ycol not in points:
+    if row.get("predicted") is None:
+        return None
+    if xcol is None:
+        return _single_step_figure(row, points, ycol)
+    if points.empty or xcol not in points or ycol not in points:
         return None
     use = points[["run", xcol, ycol]].dropna()
     traces: list[dict[str, Any]] = [
@@ -61,6 +65,36 @@ def figure(row: dict, points: pd.DataFrame) -> dict | None:
     return {"data": traces, "layout": lay}
 
 
+def _single_step_figure(row: dict, points: pd.DataFrame, ycol: str) -> dict | None:
+    """The single-step law against compute (6 N D): the rungs' finals, the law along the hero's tokens
+    per parameter from the smallest rung's N to the hero's, the hero's forecast with its band and actual."""
+    from fits.laws.registry import build_law
+
+    hero = row.get("hero") or {}
+    if points.empty or ycol not in points or not hero.get("params"):
+        return None
+    fin = points.sort_values("tokens").groupby("run").tail(1).dropna(subset=[ycol])
+    law = build_law(row["law"]["name"], row["law"]["params"], row["law"]["config"])
+    N_h, D_h = float(hero["params"]), float(hero["tokens"])
+    grid = np.geomspace(float(fin["params"].min()), N_h, 80)
+    C_h = 6.0 * N_h * D_h
+    traces: list[dict[str, Any]] = [
+        {"x": [_clean(v) for v in 6.0 * fin["params"] * fin["tokens"]], "y": [_clean(v) for v in fin[ycol]],
+         "mode": "markers", "name": "rungs' finals", "text": list(fin["run"]), "marker": {"size": 7, "color": "#6baed6"}},
+        {"x": [_clean(v) for v in 6.0 * grid * grid * D_h / N_h], "y": [_clean(v) for v in law.predict(grid, grid * D_h / N_h)],
+         "mode": "lines", "name": "single-step law at the hero's tokens per parameter", "line": {"color": "#1f77b4", "width": 2}},
+        {"x": [C_h], "y": [row["predicted"]], "mode": "markers", "name": f"hero: forecast, {row['level']:.0%} band",
+         "marker": {"symbol": "diamond", "size": 12, "color": OURS},
+         "error_y": {"type": "data", "symmetric": False, "array": [row["upper"] - row["predicted"]],
+                     "arrayminus": [row["predicted"] - row["lower"]], "color": OURS}}]
+    if row.get("actual") is not None:
+        traces.append({"x": [C_h], "y": [row["actual"]], "mode": "markers", "name": "hero: actual",
+                       "marker": {"symbol": "star", "size": 13, "color": ACTUAL}})
+    lay = _layout("training compute 6ND (FLOPs)", "accuracy")
+    lay["height"] = 360
+    return {"data": traces, "layout": lay}
+
+
 def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table) -> tuple[str, dict[str, dict]]:
     """The section's HTML (its table drawn by `table`, the page's own) and its figures by element id;
     ("", {}) without task rows."""
@@ -70,10 +104,11 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
     for r in rows:
         bt = r.get("backtest") or {}
         mae = bt.get("mae_by_method") or {}
-        table_rows.append({**r, "bt": ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if v == v),
-                           "bt_on": f"{', '.join(bt.get('predict') or [])} from {len(bt.get('fit_on') or [])} smaller runs"})
+        table_rows.append({**r, "bt": ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if v == v) or r.get("note"),
+                           "bt_on": f"{', '.join(bt.get('predict') or [])} from {len(bt.get('fit_on') or [])} smaller runs"
+                           if bt else None})
     figs = {fig_id(r["task"]): f for r in rows if (f := figure(r, points)) is not None}
-    cards = "".join(f"<div><h3>{html.escape(r['task'])} ({html.escape(r['method'])})</h3>"
+    cards = "".join(f"<div><h3>{html.escape(r['task'])} ({html.escape(str(r['method']))})</h3>"
                     f"<div id='{fig_id(r['task'])}' class='fig'></div></div>" for r in rows if fig_id(r["task"]) in figs)
     head = ""
     if summary:
@@ -94,6 +129,9 @@ def lines(rep: dict) -> list[str]:
         return []
     out = ["", f"task accuracy ({len(rows)} tasks; method chosen by backtest on the rungs: the largest size from the smaller)"]
     for r in rows:
+        if r.get("predicted") is None:
+            out.append(f"  {r['task']:<14} no forecast: {r.get('note')}")
+            continue
         bt = r.get("backtest") or {}
         mae = bt.get("mae_by_method") or {}
         act = (f"  actual {100 * r['actual']:.1f}  error {r['error']:+.1f}  inside {'yes' if r['inside'] else 'no'}"

@@ -266,8 +266,8 @@ class FitSpec:
     curve_fit: str = "auto"
     baseline: str = "none"  # "marin": Marin's per-5% forecast beside ours (fits.marin)
     baseline_flops_per_step: Mapping[str, float] = field(default_factory=dict)  # the baseline's compute, by run
-    # Task accuracies forecast for the hero (task_acc/<task> and task_bpb/<task> in the runs' evals; ladder/analysis/
-    # tasks.py): () forecasts every task the rungs recorded.
+    # Task accuracies forecast for the hero (task_acc/<task> and task_bpb/<task> in the runs' evals;
+    # docs/tasks.md): () forecasts every task the rungs recorded.
     forecast_tasks: tuple[str, ...] = ()
     task_chance: Mapping[str, float] = field(default_factory=dict)  # chance accuracy by task (1 / choices); OLMo's known
     hero_task_evals: int = 1  # the hero's actual task accuracy: the mean of its last this many evals (OLMo's 13B: 5)

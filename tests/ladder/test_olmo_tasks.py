@@ -42,6 +42,7 @@ def report(tmp_path_factory) -> tuple[dict, Path]:
     return json.loads(proc.stdout), root
 
 
+@pytest.mark.slow  # 16 imported rungs through Ray, and 8 tasks' backtests and bootstraps in the report step
 def test_the_report_carries_one_row_per_task_with_its_method_and_backtest(report):
     rep, root = report
     rows = {r["task"]: r for r in rep["tasks"]}
@@ -92,3 +93,21 @@ def test_a_task_with_no_rung_points_is_one_line_and_runs_nothing(tmp_path):
     line = proc.stderr.strip()
     assert "\n" not in line and "'boolq'" in line and "no points on any rung" in line
     assert sorted(p.name for p in (root / "olmo_7b").iterdir()) == before
+
+
+def test_a_task_the_rungs_cannot_carry_gets_a_row_that_says_why(tmp_path):
+    """Two sizes cannot backtest a method: the task's row says so, and the report goes on."""
+    import numpy as np
+
+    from ladder.analysis.tasks import forecasts
+
+    rows = []
+    for N in (1e8, 2e8):
+        for k in (1, 2, 5, 10):
+            D = 20.0 * k * N * np.linspace(0.1, 1.0, 5)
+            rows.append(pd.DataFrame({"run": f"{N:.0e}-{k}x", "params": N, "tokens": D, "loss": 3.0 - 0.1 * np.log10(D),
+                                      "task_bpb/toy": 1.0 - 0.05 * np.log10(D), "task_acc/toy": 0.3 + 0.01 * np.log10(D)}))
+    out = forecasts(pd.concat(rows, ignore_index=True), {"params": 1e9, "tokens": 2e10}, {"task_chance": {"toy": 0.25}},
+                    0.9, tmp_path)
+    assert len(out) == 1 and out[0]["task"] == "toy" and out[0]["predicted"] is None
+    assert "three sizes" in out[0]["note"]

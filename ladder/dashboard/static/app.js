@@ -438,7 +438,9 @@ RENDER.hero = function (d) {
     (exits.length ? card(`Points outside the band (${exits.length}${exits.length > 50 ? ", first 50 shown" : ""})`,
       table(exits.slice(0, 50), ["step", "tokens", "loss", "predicted", "lower", "upper", "side", "error"]
         .concat(exits.some((e) => typeof e.marin === "number") ? ["marin", "marin_error"] : [])),
-      csvLink("band_exits", "all as CSV")) : "");
+      csvLink("band_exits", "all as CSV")) : "") +
+    ((d.tasks || []).length ? card(`Task accuracy forecasts (${d.tasks.length} tasks; the report's, method chosen by backtest on the rungs)`,
+      table(d.tasks, ["task", "method", "predicted", "lower", "upper", "level", "actual", "error", "inside", "note"])) : "");
   const traces = [...band(pred, xk, "predicted band", "rgba(214,39,40,0.14)")];
   const [px, py] = xy(pred, xk, "loss");
   traces.push({ x: px, y: py, mode: "lines", name: "predicted", line: { color: "#d62728", dash: "dash", width: 2 } });
