@@ -1,5 +1,5 @@
-"""`ladder compare A B` on synthetic ladders built through the real CLI without training: the default
-ladder (A) and its variant code70 (B) imported from finals drawn on a known law with a known effect
+"""`ladder compare A B` on synthetic ladders built through the real CLI without training: a two-seed
+ladder (A, compare_ladder.py) and its variant code70 (B) imported from finals drawn on a known law with a known effect
 (`ladder import-results`), then compared. Bad input: an unfinished ladder, two ladders with no size in
 common, a variant naming an unknown field or no variant at all: one line, exit 2, nothing written."""
 
@@ -19,7 +19,8 @@ from patience import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
-TINY = str(REPO / "experiments" / "tiny.py")
+# Two seeds a size, so a pair's seed luck is measured (the default ladder has one seed a size).
+TINY = str(Path(__file__).with_name("compare_ladder.py"))
 MARIN = str(REPO / "experiments" / "marin_moe_535b.py")
 
 

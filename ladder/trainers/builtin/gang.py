@@ -153,6 +153,32 @@ def connect() -> None:
         ray.init(address=os.environ.get("RAY_ADDRESS") or "local", include_dashboard=False, logging_level="WARNING")
 
 
+def _check_with_peers(check: Callable[[object], None], value: object, pending: list, every: float | None) -> None:
+    """``check(value)``; where it fails a member on its own, first the other members' ends, within a few of
+    their polls: a member often fails because a peer was lost before it (its collective's socket closed),
+    and then the gang is to restart as for the lost peer, not fail."""
+    import ray
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+
+    try:
+        check(value)
+    except MemberLost:
+        raise
+    except Exception as failed:
+        grace = 4.0 * (every or 1.0)
+        done, _ = ray.wait(pending, num_returns=len(pending), timeout=grace) if pending else ([], [])
+        for d in done:
+            try:
+                check(ray.get(d))
+            except MemberLost as lost:
+                raise lost from failed
+            except (ActorDiedError, ActorUnavailableError, RayActorError) as died:
+                raise MemberLost(f"a peer's actor died ({type(died).__name__})") from failed
+            except Exception:  # noqa: BLE001 - that peer failed on its own too: the first failure stands
+                continue
+        raise
+
+
 class MemberLost(RuntimeError):
     """A member's call ended in a way that means its process was lost (killed by a signal it was not sent):
     the gang restarts like it does when a member's actor dies."""
@@ -232,7 +258,7 @@ def run_gang(rung: RungSpec, out_dir: str | os.PathLike, member: type, env: dict
                 for d in done:
                     value = ray.get(d)
                     if check is not None:
-                        check(value)
+                        _check_with_peers(check, value, pending, every)
                 if watch is not None:
                     last = _poll(folder, watch, last)
             return ray.get(calls[0])
