@@ -9,8 +9,8 @@ has the sweeps they come from).
 
 Why this layout (issue 55; experiments/tiny_record.md has the measurements before and after):
 - The earlier ladder grew width alone at three layers (aspect 5 at d16, 24 at the hero), so the rungs
-  were a deeper, narrower family than the hero; its hero came out about 2% under its forecast on average
-  over ~30 draws. Here every size keeps the hero's shape family.
+  were a deeper, narrower family than the hero, and its hero came out under its forecast draw after draw
+  (tiny_record.md). Here every size keeps the hero's shape family.
 - Its five sizes spanned 1.6 decades, and its backtest fitted three budgets with a three-parameter law,
   which leaves no residual. Seven sizes at one seed each span 2.1 decades, and the backtest, the four
   sizes at least the hero's own 4.75x below the largest, keeps one degree of freedom; the final law
@@ -55,7 +55,7 @@ LADDER = LadderSpec(
         ),
         eval_tokens=32_768,
         # The final eval, the number the laws fit and the hero is scored on, reads 4x the windows: the
-        # shared 256-window sample read 0.7-1.0% above the whole held-out split (tiny_record.md).
+        # shared sample reads above the whole held-out split (tiny_record.md has by how much).
         final_eval_tokens=131_072,
         # A multiple-choice cloze drawn from the held-out text (docs/tasks.md), scored at every eval: what
         # the report forecasts the hero's accuracy from (experiments/tasks_record.md: it rises above chance

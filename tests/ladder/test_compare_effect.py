@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
 # Two seeds a size, so a pair's seed luck is measured (the default ladder has one seed a size).
 TINY = str(Path(__file__).with_name("compare_ladder.py"))
+DEFAULT = REPO / "experiments" / "tiny.py"  # the file that declares the variants
 MARIN = str(REPO / "experiments" / "marin_moe_535b.py")
 
 
@@ -136,7 +137,7 @@ def test_two_ladders_with_no_size_in_common_are_refused(pair_root, tmp_path):
 
 def test_a_variant_naming_an_unknown_field_or_none_is_refused(tmp_path):
     spec = tmp_path / "tiny_bad.py"
-    spec.write_text(Path(TINY).read_text().replace(
+    spec.write_text(DEFAULT.read_text().replace(
         '    variants={\n', '    variants={\n        "typo": {"runs.optim.weight_decayy": 0.0},\n'))
     root = tmp_path / "root"
     proc = run_cli("compare", str(spec), str(spec), "--variant-b", "typo", "--root", str(root))

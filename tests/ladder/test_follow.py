@@ -89,8 +89,7 @@ def test_535b_fed_in_5pct_steps_gives_the_forecast_history(followed_root):
     recorded = rows[rows["step"] > 0]
     want_at = [int(recorded[recorded["frac"] <= g + 1e-12]["step"].max()) for g in cuts]
     assert [s["at_step"] for s in snaps] == want_at
-    assert hero["changes"] == [{"step": 108_000, "what": "data mix", "note": hero["changes"][0]["note"],
-                               "weights": {}}]  # a declared switch of no weights: recorded only
+    assert hero["changes"] == [{"step": 108_000, "what": "data mix", "note": hero["changes"][0]["note"], "weights": {}}]
     horizon = json.loads((follow_dir(root) / "horizon.json").read_text())
     z = 1.6448536269514722
     for s in snaps:

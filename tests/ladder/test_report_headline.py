@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from patience import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = str(Path(sys.executable).parent / "ladder")
@@ -26,7 +27,7 @@ LANDED = re.compile(r"^hero: (\d+\.\d{4}) against (\d+\.\d{4}) \[(\d+\.\d{4}), (
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=600, cwd=REPO,
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=HANG_S, cwd=REPO,
                           env={**os.environ, "RAY_AUTH_MODE": "disabled"})
 
 
