@@ -110,9 +110,10 @@ def after_change(spec_a: LadderSpec, spec_b: LadderSpec, summary_a: dict, effect
     switch = [c for c in (hero.changes if hero is not None else ()) if c.weights]
     if not switch:
         return None
+    from ladder.analysis.change_effect import replays
+
     frac = switch[0].step / hero.steps
-    replayed = spec_b.data.switch_at > 0 and math.isclose(spec_b.data.switch_at, frac, rel_tol=0.02) and \
-        dict(spec_b.data.switch_weights) == dict(switch[0].weights)
+    replayed = replays(spec_b, switch[0], hero.steps)
     doc = {"step": switch[0].step, "frac": frac, "weights": dict(switch[0].weights), "replayed_by_b": replayed}
     at = effect.get("at_hero")
     predicted = summary_a.get("predicted_final_loss")

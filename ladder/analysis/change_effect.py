@@ -1,0 +1,90 @@
+"""A hero's declared mid-run data-mix switch carried into its live forecast by the effect its replayed rungs
+measured, where such rungs exist.
+
+A change with weights (hero.changes: the hero trains the mixture `weights` from `step` on) is replayed on
+rungs by a variant of the ladder whose every run switches at the same fraction of its steps to the same
+weights (data.switch_at, data.switch_weights; experiments/tiny_switch.py's `replay`). When that variant's
+rungs have finished (trained, or imported), `ladder compare` measures the switch's effect carried to the
+hero's compute (fits.effect_trend): the switched hero's loss over the unswitched one's, as a ratio, with
+the band one pair of heroes carries (the trend's band widened by a pair's own seed luck).
+
+`ladder follow` then forecasts the hero past the change as the unswitched forecast times that ratio, its
+log band the forecast's and the effect's in quadrature, in place of the band-widening rule (the centre
+kept, the band at least the rungs-only band past the change); until, as before, CHANGE_POINTS of the hero's
+own points after the change take over (ladder.analysis.follow_bands). The ratio is measured on the finals:
+along the run it is taken in proportion to the fraction of the run past the switch, (f - f_s) / (1 - f_s),
+so the forecast stays continuous at the switch and is the measured effect at the end. Without finished
+replayed rungs nothing is carried and the band-widening rule stands; `ladder follow` says which.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+REL_TOL = 0.02  # a replay's switch fraction may differ from the hero's by its step rounding
+
+
+def replays(spec_b, change, hero_steps: int) -> bool:
+    """Whether every run of ladder `spec_b` switches its mixture as `change` does, at the same fraction."""
+    data = spec_b.data
+    return bool(change.weights) and data.switch_at > 0 and dict(data.switch_weights) == dict(change.weights) \
+        and math.isclose(data.switch_at, change.step / hero_steps, rel_tol=REL_TOL)
+
+
+def replaying_variant(spec, change, load) -> str | None:
+    """The first of the spec's variants (``load(name)`` -> its LadderSpec) that replays `change`, or None."""
+    for name in sorted(spec.variants):
+        if replays(load(name), change, spec.hero.steps):
+            return name
+    return None
+
+
+def measured_effect(spec_a, spec_b, change, variant: str, level: float, n_draws: int) -> dict:
+    """The switch's effect at A's hero from B's replayed rungs (ladder.analysis.effect), as the ratio the live
+    forecast carries: ok False with the reason when B's rungs are unfinished or too few."""
+    from scipy.stats import norm
+
+    from fits.errors import InputError
+    from ladder.analysis.effect import analyse_pair
+
+    doc = {"step": change.step, "frac": change.step / spec_a.hero.steps, "variant": variant, "what": change.what}
+    try:
+        effect = analyse_pair(spec_a, spec_b, level=level, n_draws=n_draws)
+    except InputError as exc:
+        return {**doc, "ok": False, "reason": str(exc)}
+    hero = effect["at_hero"]
+    law = effect["law_a"]
+    loss_a = law["E"] + law["A"] * float(hero["flops"]) ** -law["alpha"]
+    ratio, lower, upper = ((loss_a + hero[k]) / loss_a for k in ("delta", "pair_delta_lower", "pair_delta_upper"))
+    if min(ratio, lower, upper) <= 0:
+        return {**doc, "ok": False, "reason": "the replayed rungs' effect at the hero puts its loss at or below zero"}
+    # the effect's band as a log sigma at the forecast's level: carried at that level, it spans its own band
+    sigma = math.log(upper / lower) / 2 / float(norm.ppf(0.5 + level / 2))
+    return {**doc, "ok": True, "ratio": ratio, "lower": lower, "upper": upper, "log_ratio": math.log(ratio),
+            "sigma": sigma, "multiplier": hero["multiplier"], "noise": effect["noise"]["text"],
+            "text": f"x{ratio:.4f} [{lower:.4f}, {upper:.4f}] from the rungs of {spec_b.name}, which replay it"}
+
+
+def carried_effects(spec, load, level: float, n_draws: int = 200) -> tuple[dict, ...]:
+    """One entry per declared switch of the hero that a variant replays: its measured effect, or why not."""
+    out = []
+    for change in spec.hero.changes if spec.hero is not None else ():
+        variant = replaying_variant(spec, change, load) if change.weights else None
+        if variant is not None:
+            out.append(measured_effect(spec, load(variant), change, variant, level, n_draws))
+    return tuple(out)
+
+
+def effect_at(effects: tuple[dict, ...], step: int) -> dict | None:
+    """The measured effect carried past the change at `step`, or None (none measured: the band widens)."""
+    return next((e for e in effects if e["step"] == step and e.get("ok")), None)
+
+
+def carry(fracs: np.ndarray, central: np.ndarray, sigma: np.ndarray, effect: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The forecast past the switch times the measured ratio, in proportion to the run past it, and its log
+    sigma with the effect's in quadrature (the same proportion)."""
+    at = effect["frac"]
+    share = np.clip((fracs - at) / max(1.0 - at, 1e-12), 0.0, 1.0)
+    return central * np.exp(share * effect["log_ratio"]), np.hypot(sigma, share * effect["sigma"])

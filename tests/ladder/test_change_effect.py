@@ -1,0 +1,128 @@
+"""A hero's mid-run data-mix switch carried into its live forecast by the effect its replayed rungs measured
+(ladder.analysis.change_effect): the effect read from rungs imported for experiments/tiny_switch.py and its
+`replay` variant (finals drawn with a known effect, never trained), and the followed forecast's snapshot on a
+synthetic ladder of rung curves with and without the effect (and without replayed rungs: the widened band)."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from patience import HANG_S
+
+REPO = Path(__file__).resolve().parents[2]
+LADDER = str(Path(sys.executable).parent / "ladder")
+SWITCH = str(REPO / "experiments" / "tiny_switch.py")
+EFFECT = 1.1  # the switch's compute-equivalent multiplier drawn into the replayed rungs
+
+
+def law(c: float) -> float:
+    return 1.0 + 40.0 * c ** -0.1
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    return subprocess.run([LADDER, *args], capture_output=True, text=True, timeout=HANG_S, cwd=REPO, env=env)
+
+
+def test_the_replayed_rungs_effect_is_measured_for_the_heros_switch(tmp_path, capsys):
+    import dataclasses
+
+    from ladder.analysis.change_effect import carried_effects, replaying_variant
+    from ladder.cli.follow import _with_change_effects
+    from ladder.spec import load_spec
+
+    root = tmp_path / "root"
+
+    def load(variant=None):
+        return dataclasses.replace(load_spec(SWITCH, variant=variant), root=str(root))
+
+    spec = load()
+    change = spec.hero.changes[0]
+    assert replaying_variant(spec, change, load) == "replay"
+    rng = np.random.default_rng(0)
+    rows_a, rows_b = [], []
+    for run in spec.rungs:  # one seed a size, the same seed in both: paired
+        luck = math.exp(rng.normal(0.0, 0.007))
+        rows_a.append({"name": run.name, "loss": law(run.flops) * luck})
+        rows_b.append({"name": run.name, "loss": law(run.flops * EFFECT) * luck * math.exp(rng.normal(0.0, 0.002))})
+    pd.DataFrame(rows_a).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(rows_b).to_csv(tmp_path / "b.csv", index=False)
+    assert run_cli("import-results", SWITCH, str(tmp_path / "a.csv"), "--root", str(root)).returncode == 0
+
+    # the replaying variant unfinished: nothing carried, and why
+    (effect,) = carried_effects(spec, load, 0.9, n_draws=40)
+    assert not effect["ok"] and "unfinished" in effect["reason"] and effect["variant"] == "replay"
+
+    proc = run_cli("import-results", SWITCH, str(tmp_path / "b.csv"), "--variant", "replay", "--root", str(root))
+    assert proc.returncode == 0, proc.stderr
+    # as `ladder follow` reads it: into the forecast's context, said in one line
+    ctx = _with_change_effects(synthetic_context(), spec, load)
+    (effect,) = ctx.change_effects
+    assert "replayed by --variant replay: its measured effect is carried past it" in capsys.readouterr().out
+    assert effect["ok"] and effect["step"] == change.step and effect["frac"] == pytest.approx(0.3, abs=0.01)
+    true_ratio = law(spec.hero.flops * EFFECT) / law(spec.hero.flops)  # the switched hero's loss over the unswitched's
+    assert effect["lower"] < true_ratio < effect["upper"] < 1.0
+    assert effect["log_ratio"] == pytest.approx(math.log(effect["ratio"]))
+    assert "tiny+replay" in effect["text"]
+
+
+def synthetic_context():
+    """A followed hero's context on four rung curves of a known law (no ladder): the hero 5x past the largest."""
+    from fits.matched_progress_choice import CANDIDATES, Axis
+    from ladder.analysis.follow_forecast import Context
+
+    totals, fracs = (1e15, 3e15, 1e16, 3e16), np.round(np.arange(0.1, 1.001, 0.1), 2)
+    rows = [{"run": f"r{i}", "step": int(f * 100), "frac": f, "frac_snap": f, "flops": t * f, "total_flops": t,
+             "loss": 1.5 + 300.0 * (t * f) ** -0.15} for i, t in enumerate(totals) for f in fracs]
+    points = pd.DataFrame(rows)
+    target = 1.5e17
+    steps = np.arange(10, 1001, 10)
+    centre = 1.5 + 300.0 * (target * steps / 1000) ** -0.15
+    prior = pd.DataFrame({"step": steps, "frac": steps / 1000, "loss": centre, "lower": centre * 0.97, "upper": centre * 1.03})
+    axis = Axis("ours", points[["run", "step", "frac", "frac_snap", "flops", "total_flops", "loss"]], target)
+    return Context(axis=axis, fit_fn=CANDIDATES["progress_deg1"], prior=prior, level=0.9, decades=0.7,
+                   total_steps=1000, batch_tokens=100)
+
+
+def test_the_followed_forecast_past_the_switch_carries_the_measured_effect_else_widens():
+    import dataclasses
+
+    from ladder.analysis.follow_forecast import snapshot
+    from ladder.spec import RunChange
+
+    ctx = synthetic_context()
+    hero = pd.DataFrame({"step": [100, 200], "frac": [0.1, 0.2]}).assign(
+        loss=lambda d: 1.5 + 300.0 * (1.5e17 * d["frac"]) ** -0.15)
+    change = RunChange(300, "data mix", weights={"code": 0.8})
+    base, _ = snapshot(ctx, hero, 200, [], {}, ())
+    widened, summary = snapshot(ctx, hero, 200, [], {}, (change,))
+    past = base["frac"].to_numpy() > 0.3
+    # no replayed rungs: the centre kept, the band at least the rungs-only band past the change
+    assert widened["loss"].to_numpy() == pytest.approx(base["loss"].to_numpy(), rel=1e-12)
+    assert np.all(widened["upper"].to_numpy()[past] >= ctx.prior["upper"].to_numpy()[past] * (1 - 1e-12))
+    assert "at least the prior band" in summary["band_rule"] and summary["change_effects"] == []
+
+    ratio, sigma = 0.97, 0.01
+    effect = {"step": 300, "frac": 0.3, "ok": True, "ratio": ratio, "log_ratio": math.log(ratio), "sigma": sigma,
+              "lower": 0.95, "upper": 0.99, "variant": "replay", "text": "x0.9700 [0.9500, 0.9900] from tiny+replay"}
+    carried, summary = snapshot(dataclasses.replace(ctx, change_effects=(effect,)), hero, 200, [], {}, (change,))
+    share = np.clip((base["frac"].to_numpy() - 0.3) / 0.7, 0.0, 1.0)
+    # the unswitched forecast times the ratio, in proportion to the run past the switch: the whole of it at the end
+    assert carried["loss"].to_numpy() == pytest.approx(base["loss"].to_numpy() * ratio ** share, rel=1e-12)
+    assert summary["predicted_final"] == pytest.approx(float(base["loss"].iloc[-1]) * ratio, rel=1e-12)
+    # its log band: the forecast's and the effect's in quadrature (ctx.z the forecast's normal quantile)
+    base_sigma = np.log(base["upper"] / base["loss"]).to_numpy() / ctx.z
+    carried_sigma = np.log(carried["upper"] / carried["loss"]).to_numpy() / ctx.z
+    assert carried_sigma == pytest.approx(np.hypot(base_sigma, share * sigma), rel=1e-9)
+    assert "carried, x0.9700" in summary["band_rule"] and summary["change_effects"][0]["variant"] == "replay"
+    # an effect measured for another step is not this change's: the band widens
+    other = dataclasses.replace(ctx, change_effects=({**effect, "step": 500},))
+    _, summary = snapshot(other, hero, 200, [], {}, (change,))
+    assert "at least the prior band" in summary["band_rule"]
