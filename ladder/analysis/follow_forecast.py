@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder.analysis.change_effect import carry, effect_at
+from ladder.analysis.change_carry import carry, effect_at
 from ladder.analysis.follow_bands import (
     CHANGE_POINTS,
     horizon_profile,

@@ -101,9 +101,22 @@ def test_compare_measures_a_shrinking_effect_and_carries_it_to_the_hero(pair_roo
     per_size = next(t for t in figs["f-mult"]["data"] if t.get("name") == "per size")
     assert per_size["y"] == pytest.approx([r["multiplier"] for r in effect["per_size"]])
     assert {t.get("name") for t in figs["f-delta"]["data"]} >= {"per size", "heroes (actual)"}
+    # saved under B's folder for the dashboard, whose Compare page draws the same figures
+    from ladder.dashboard.server import Dashboard
+
+    saved = pair_root / "tiny+code70" / "compare" / "tiny.json"
+    assert d["saved"] == str(saved) and json.loads(saved.read_text())["verdict"] == d["verdict"]
+    status, body = Dashboard(pair_root).route("/api/ladders/tiny+code70/compare")
+    assert status == 200
+    (shown,) = json.loads(body.body)["comparisons"]
+    assert shown["against"] == "tiny" and shown["verdict"] == d["verdict"]
+    dash_sizes = next(t for t in shown["figures"]["mult"]["data"] if t.get("name") == "per size")
+    assert dash_sizes["y"] == pytest.approx(per_size["y"])
+    assert {t.get("name") for t in shown["figures"]["delta"]["data"]} >= {"per size", "heroes (actual)"}
     proc = run_cli("compare", TINY, TINY, "--variant-b", "code70", "--root", str(pair_root), "--draws", "30")
     assert proc.returncode == 0, proc.stderr
     assert "verdict: B's gain shrinks" in proc.stdout and "backtest: rung_5 predicted from" in proc.stdout
+    assert f"saved: {saved}" in proc.stdout
 
 
 def test_the_default_ladder_at_one_seed_a_size_measures_its_paired_noise_and_a_constant_effect_holds(tmp_path):

@@ -1,10 +1,10 @@
 /* scaling-ladder dashboard: polls the read-only JSON API and draws with plotly.js (served locally).
- * Routes: #/<ladder>/<page>, page one of overview rungs fit hero moe tables.
- * The MoE page is drawn by moe.js (loaded after this file, with its helpers).
+ * Routes: #/<ladder>/<page>, page one of overview rungs fit hero moe compare tables.
+ * The MoE page is drawn by moe.js, the Compare page by compare.js (loaded after this file, with its helpers).
  * #diag records what was drawn (page, traces, DAG nodes, errors) so a headless browser can check it. */
 "use strict";
 
-const PAGES = ["overview", "rungs", "fit", "hero", "moe", "tables"];
+const PAGES = ["overview", "rungs", "fit", "hero", "moe", "compare", "tables"];
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
   "#bcbd22", "#7f7f7f"];
 const STATUS_COLOR = { RUNNING: "#2f7ed8", SUCCESS: "#2e9d5b", FAILED: "#d0392b", DEP_FAILED: "#e07b39",
@@ -13,7 +13,7 @@ const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemo
 const params = new URLSearchParams(location.search);
 const POLL_MS = Math.max(500, Number(params.get("poll")) || 3000);
 
-const state = { ladder: null, page: "overview", ladders: [], timer: null, last: "", busy: false, moeRun: null,
+const state = { ladder: null, page: "overview", ladders: [], timer: null, last: "", busy: false, moeRun: null, compareWith: null,
   heroX: "tokens", errors: [] };
 const diag = document.getElementById("diag");
 
