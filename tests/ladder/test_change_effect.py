@@ -126,3 +126,26 @@ def test_the_followed_forecast_past_the_switch_carries_the_measured_effect_else_
     other = dataclasses.replace(ctx, change_effects=({**effect, "step": 500},))
     _, summary = snapshot(other, hero, 200, [], {}, (change,))
     assert "at least the prior band" in summary["band_rule"]
+
+
+def test_the_report_says_the_live_forecast_carried_the_switch(tmp_path):
+    """A followed hero's state names the change whose replayed rungs' effect its forecast carried: the report's
+    follow section keeps it and its declared-change line says so."""
+    import json
+
+    from ladder.analysis.follow_report import followed
+    from ladder.outputs import layout
+    from ladder.report.build import _progress_lines
+
+    out = tmp_path / "follow"
+    out.mkdir()
+    (out / layout.FORECASTS).write_text(json.dumps({"at_step": 200, "predicted_final": 1.2, "lower": 1.1, "upper": 1.3}) + "\n")
+    carried = {"step": 300, "tokens": 30000, "what": "data mix", "note": "", "effect_ok": True,
+               "effect": "carried: x0.9700 [0.9500, 0.9900] from the rungs of tiny+replay, which replay it"}
+    (out / "state.json").write_text(json.dumps({"polls": 1, "changes": [carried, {"step": 600, "what": "lr", "note": ""}]}))
+    follow = followed(tmp_path, {})["follow"]
+    assert follow["change_effects"] == [{k: carried[k] for k in ("step", "what", "effect", "effect_ok")}]
+    lines = _progress_lines({"hero": {"follow": follow, "changes": [{"step": 300, "what": "data mix"},
+                                                                    {"step": 600, "what": "lr"}]}}, lambda x, spec=".4f": str(x))
+    assert any("step 300: data mix; the live forecast past it: carried: x0.9700" in line for line in lines)
+    assert any(line.endswith("declared change at step 600: lr") for line in lines)

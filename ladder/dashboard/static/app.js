@@ -479,7 +479,8 @@ RENDER.hero = function (d) {
     heroLay.shapes = (heroLay.shapes || []).concat(changes.map((c) => ({ type: "line", xref: "x", yref: "paper",
       x0: c[xk], x1: c[xk], y0: 0, y1: 1, line: { color: "#ff7f0e", dash: "dash", width: 1.5 } })));
     heroLay.annotations = changes.map((c) => ({ x: Math.log10(c[xk]), y: 1, xref: "x", yref: "paper", showarrow: false,
-      text: "change: " + esc(c.what), font: { color: "#ff7f0e", size: 11 }, yanchor: "bottom" }));
+      text: "change: " + esc(c.what) + (c.effect_ok ? " (its replayed rungs' effect carried)" : ""),
+      hovertext: c.effect ? esc(c.effect) : undefined, font: { color: "#ff7f0e", size: 11 }, yanchor: "bottom" }));
   }
   const bandAlerts = alertsOf.filter((e) => e.kind === "band_exit" && typeof e.loss === "number");
   if (bandAlerts.length) traces.push({ x: bandAlerts.map((e) => (xk === "tokens" ? e.tokens : e.step)), y: bandAlerts.map((e) => e.loss),
