@@ -11,17 +11,24 @@ the band one pair of heroes carries (the trend's band widened by a pair's own se
 `ladder follow` then forecasts the hero past the change as the unswitched forecast times that ratio, its
 log band the forecast's and the effect's in quadrature, in place of the band-widening rule (the centre
 kept, the band at least the rungs-only band past the change); until, as before, CHANGE_POINTS of the hero's
-own points after the change take over (ladder.analysis.follow_bands). The ratio is measured on the finals:
-along the run it is taken in proportion to the fraction of the run past the switch, (f - f_s) / (1 - f_s),
-so the forecast stays continuous at the switch and is the measured effect at the end. Without finished
-replayed rungs nothing is carried and the band-widening rule stands; `ladder follow` says which.
+own points after the change take over (ladder.analysis.follow_bands). The ratio is measured on the finals;
+along the run it is taken in the share of its final value the replayed rungs' own eval curves show at each
+fraction past the switch (B's eval loss over A's at the same steps, averaged over the sizes:
+change_carry.ramp_shape), so the forecast is continuous at the switch and the measured effect at the end.
+Where the rungs have no eval curves here (imported finals) or their final effect is not clear of its
+scatter, the share grows in proportion to the run past the switch, (f - f_s) / (1 - f_s), and the effect's
+text says which. Without finished replayed rungs nothing is carried and the band-widening rule stands;
+`ladder follow` says which.
 """
 
 from __future__ import annotations
 
 import math
 
-from ladder.analysis.change_carry import replays
+import numpy as np
+import pandas as pd
+
+from ladder.analysis.change_carry import ramp_shape, replays
 
 
 def replaying_variant(spec, change, load) -> str | None:
@@ -53,9 +60,31 @@ def measured_effect(spec_a, spec_b, change, variant: str, level: float, n_draws:
         return {**doc, "ok": False, "reason": "the replayed rungs' effect at the hero puts its loss at or below zero"}
     # the effect's band as a log sigma at the forecast's level: carried at that level, it spans its own band
     sigma = math.log(upper / lower) / 2 / float(norm.ppf(0.5 + level / 2))
+    shape = ramp_shape(curve_pairs(spec_a, spec_b), doc["frac"])
+    along = ("its share along the run from the replayed rungs' eval curves" if shape else
+             "in proportion to the run past the switch (the rungs' eval curves do not show its shape)")
     return {**doc, "ok": True, "ratio": ratio, "lower": lower, "upper": upper, "log_ratio": math.log(ratio),
-            "sigma": sigma, "multiplier": hero["multiplier"], "noise": effect["noise"]["text"],
-            "text": f"x{ratio:.4f} [{lower:.4f}, {upper:.4f}] from the rungs of {spec_b.name}, which replay it"}
+            "sigma": sigma, "multiplier": hero["multiplier"], "noise": effect["noise"]["text"], "shape": shape,
+            "text": f"x{ratio:.4f} [{lower:.4f}, {upper:.4f}] at the final from the rungs of {spec_b.name}, "
+                    f"which replay it; {along}"}
+
+
+def curve_pairs(spec_a, spec_b) -> pd.DataFrame:
+    """The rungs trained here, B's eval points against A's at the same step (run, frac, log_ratio = log(L_B /
+    L_A)); empty where either ladder's rungs have no eval curves here (imported finals, a remote root)."""
+    from ladder.analysis.domain_forecasts import trained_points
+    from ladder.dag import queries
+
+    points = []
+    for spec in (spec_a, spec_b):
+        dirs = {k: v for k, v in queries.step_dirs(spec).items() if "://" not in v}
+        points.append(trained_points(dirs, [r.name for r in spec.rungs]))
+    pa, pb = points
+    if pa.empty or pb.empty:
+        return pd.DataFrame({"run": [], "frac": [], "log_ratio": []})
+    both = pa.merge(pb, on=["run", "step"], suffixes=("_a", "_b"))
+    return pd.DataFrame({"run": both["run"], "frac": both["frac_a"],
+                         "log_ratio": np.log(both["loss_b"].to_numpy(float) / both["loss_a"].to_numpy(float))})
 
 
 def carried_effects(spec, load, level: float, n_draws: int = 200) -> tuple[dict, ...]:

@@ -71,6 +71,8 @@ def test_the_replayed_rungs_effect_is_measured_for_the_heros_switch(tmp_path, ca
     assert effect["lower"] < true_ratio < effect["upper"] < 1.0
     assert effect["log_ratio"] == pytest.approx(math.log(effect["ratio"]))
     assert "tiny+replay" in effect["text"]
+    # finals imported without curves: the share grows in proportion to the run past the switch, and it says so
+    assert effect["shape"] is None and "in proportion to the run past the switch" in effect["text"]
 
 
 def synthetic_context():
@@ -149,3 +151,29 @@ def test_the_report_says_the_live_forecast_carried_the_switch(tmp_path):
                                                                     {"step": 600, "what": "lr"}]}}, lambda x, spec=".4f": str(x))
     assert any("step 300: data mix; the live forecast past it: carried: x0.9700" in line for line in lines)
     assert any(line.endswith("declared change at step 600: lr") for line in lines)
+
+
+def test_the_effects_share_along_the_run_is_read_off_the_replayed_rungs_curves():
+    from ladder.analysis.change_carry import carry, ramp_shape
+
+    # five sizes evaluated at 20..100% of their runs, the switch at 30%: B is A before it (the same data), and
+    # its effect comes in fast after it; each size's effect is its own, the shape the same
+    share = {0.2: 0.0, 0.4: 0.8, 0.6: 0.95, 0.8: 1.02, 1.0: 1.0}
+    rows = [{"run": f"r{i}", "frac": f + 0.001 * i, "log_ratio": -0.02 * s * (1 + 0.05 * i)}
+            for i in range(5) for f, s in share.items()]
+    shape = ramp_shape(pd.DataFrame(rows), 0.3)
+    assert [f for f, _ in shape] == pytest.approx([0.3, 0.4, 0.6, 0.8, 1.0])
+    assert [s for _, s in shape] == pytest.approx([0.0, 0.8, 0.95, 1.02, 1.0], rel=1e-9)
+    effect = {"frac": 0.3, "log_ratio": math.log(0.97), "sigma": 0.01, "shape": shape}
+    fracs = np.array([0.2, 0.3, 0.4, 0.5, 1.0])
+    central, sigma = carry(fracs, np.ones(5), np.full(5, 0.02), effect)
+    assert central == pytest.approx(0.97 ** np.array([0.0, 0.0, 0.8, 0.875, 1.0]), rel=1e-12)
+    assert sigma[0] == pytest.approx(0.02) and sigma[-1] == pytest.approx(math.hypot(0.02, 0.01))
+    # without a shape: in proportion to the run past the switch
+    linear, _ = carry(fracs, np.ones(5), np.zeros(5), {**effect, "shape": None})
+    assert linear == pytest.approx(0.97 ** np.array([0.0, 0.0, 1 / 7, 2 / 7, 1.0]), rel=1e-12)
+    # a final effect inside its own scatter over the sizes shapes nothing; nor do curves without a final eval
+    noisy = [{**r, "log_ratio": r["log_ratio"] + (0.05 if int(r["run"][1]) % 2 else -0.05)} for r in rows]
+    assert ramp_shape(pd.DataFrame(noisy), 0.3) is None
+    assert ramp_shape(pd.DataFrame([r for r in rows if r["frac"] < 0.9]), 0.3) is None
+    assert ramp_shape(pd.DataFrame({"run": [], "frac": [], "log_ratio": []}), 0.3) is None
