@@ -177,3 +177,31 @@ def test_the_effects_share_along_the_run_is_read_off_the_replayed_rungs_curves()
     assert ramp_shape(pd.DataFrame(noisy), 0.3) is None
     assert ramp_shape(pd.DataFrame([r for r in rows if r["frac"] < 0.9]), 0.3) is None
     assert ramp_shape(pd.DataFrame({"run": [], "frac": [], "log_ratio": []}), 0.3) is None
+
+
+def test_a_followed_hero_carries_the_effect_and_its_state_says_so(tmp_path):
+    """`ladder follow`'s poll on the synthetic context with a measured effect: the snapshot past the switch is
+    carried by it, and state.json's change row says so (what the report and the dashboard read)."""
+    import dataclasses
+    import json
+
+    from ladder.analysis.follow import FollowConfig, Follower
+    from ladder.analysis.follow_source import Source
+    from ladder.outputs import layout
+    from ladder.spec import RunChange
+
+    effect = {"step": 300, "frac": 0.3, "ok": True, "ratio": 0.97, "log_ratio": math.log(0.97), "sigma": 0.01,
+              "lower": 0.95, "upper": 0.99, "variant": "replay", "what": "data mix", "shape": None,
+              "text": "x0.9700 [0.9500, 0.9900] at the final from the rungs of tiny+replay"}
+    ctx = dataclasses.replace(synthetic_context(), change_effects=(effect,))
+    feed = tmp_path / "eval.jsonl"
+    feed.write_text("".join(json.dumps({"step": s, "tokens": s * 100, "eval_loss": 1.5 + 300.0 * (1.5e17 * s / 1000) ** -0.15})
+                            + "\n" for s in (100, 200)))
+    changes = (RunChange(300, "data mix", weights={"code": 0.8}), RunChange(600, "lr"))
+    follower = Follower(tmp_path / "follow", ctx, Source("jsonl", str(feed)), changes, FollowConfig(), say=lambda _: None)
+    follower.poll()
+    (snap,) = list(layout.iter_jsonl(tmp_path / "follow" / layout.FORECASTS))
+    assert "carried, x0.9700" in snap["band_rule"] and "step 600 (0 of 3 points after it): at least the prior band" \
+        in snap["band_rule"]
+    rows = json.loads((tmp_path / "follow" / "state.json").read_text())["changes"]
+    assert rows[0]["effect_ok"] and rows[0]["effect"].startswith("carried: x0.9700") and "effect" not in rows[1]
