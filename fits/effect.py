@@ -16,9 +16,8 @@ Bands come from the runs' seeds, redrawn (a parametric bootstrap, ``n_draws`` ti
 moves by its seed luck, N(0, sigma_A^2 / its runs) in log loss, and A's law is refitted on each redraw
 (fits.compute.refit_compute); B's size moves with A's where the two share seeds (paired: the same data
 order, so B's luck is A's plus the paired difference's own, sigma_pair^2 / its pairs), else on its own,
-N(0, sigma_B^2 / its runs). Each sigma is measured where the ladder has replicas (pooled within-size
-standard deviation of log final loss; sigma_pair that of the paired log differences) and else is the
-caller's prior. A ladder with one seed per size says so in ``Noise.text``.
+N(0, sigma_B^2 / its runs). Each sigma is measured on replicas, else (one seed a size) on the sizes'
+scatter, else is the caller's prior: fits.effect_noise states the rule, and ``Noise.text`` says which.
 """
 
 from __future__ import annotations
@@ -29,44 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from fits.effect_noise import Noise, noise, paired_differences
 from fits.errors import InputError
 
 # Above a millionfold (B's loss at or below A's fitted floor E) the multiplier says only "A's law
 # never gets there": it is capped, and the entry flagged.
 LOG_MULT_CAP = math.log(1e6)
 COLUMNS = ("size", "seed", "flops", "loss")
-
-
-@dataclass(frozen=True)
-class Noise:
-    """The seed noise the bands carry: sigmas of one run's log final loss, and where they came from."""
-
-    sigma_a: float
-    sigma_b: float
-    sigma_pair: float | None  # of one paired difference log(L_B / L_A) at a shared seed; None: not measured
-    source_a: str  # "replicas" | "prior"
-    source_b: str
-    pairs: int  # paired runs (a seed both ladders trained at a shared size)
-
-    @property
-    def mode(self) -> str:
-        if self.sigma_pair is not None:
-            return "paired"
-        return "replicas" if "prior" not in (self.source_a, self.source_b) else "prior"
-
-    @property
-    def text(self) -> str:
-        if self.mode == "paired":
-            return (f"paired by seed ({self.pairs} pairs): a paired difference's sigma {self.sigma_pair:.2%}, "
-                    f"A's runs {self.sigma_a:.2%}")
-        parts = [f"{k}'s runs {s:.2%} ({src})" for k, s, src in (("A", self.sigma_a, self.source_a),
-                                                                 ("B", self.sigma_b, self.source_b))]
-        note = "; one seed per size: the prior is assumed, train replicas to measure it" if self.mode == "prior" else ""
-        return "unpaired (no seed shared at a size): " + ", ".join(parts) + note
-
-    def as_dict(self) -> dict:
-        return {"mode": self.mode, "sigma_a": self.sigma_a, "sigma_b": self.sigma_b, "sigma_pair": self.sigma_pair,
-                "source_a": self.source_a, "source_b": self.source_b, "pairs": self.pairs, "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -93,44 +61,6 @@ def check_runs(frame: pd.DataFrame, which: str) -> pd.DataFrame:
             raise InputError(f"ladder {which}: {col} must be finite and positive on every run")
     out["size"] = out["size"].astype(str)
     return out
-
-
-def pooled_log_sigma(runs: pd.DataFrame) -> tuple[float, int] | None:
-    """(pooled within-size std of log final loss, its degrees of freedom); None without replicas."""
-    logs = np.log(runs["loss"].to_numpy(float))
-    groups = pd.Series(logs).groupby(runs["size"].to_numpy())
-    dof = int((groups.count() - 1).sum())
-    if dof == 0:
-        return None
-    ss = float(groups.apply(lambda g: ((g - g.mean()) ** 2).sum()).sum())
-    return math.sqrt(ss / dof), dof
-
-
-def paired_differences(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """One row per (size, seed) both ladders ran: log(L_B / L_A) as ``diff``."""
-    la = a.groupby(["size", "seed"], as_index=False)["loss"].mean()
-    lb = b.groupby(["size", "seed"], as_index=False)["loss"].mean()
-    both = la.merge(lb, on=["size", "seed"], suffixes=("_a", "_b"))
-    return both.assign(diff=np.log(both["loss_b"] / both["loss_a"]))
-
-
-def noise(a: pd.DataFrame, b: pd.DataFrame, prior_a: float | None, prior_b: float | None) -> Noise:
-    sigmas, sources = [], []
-    for which, runs, prior in (("A", a, prior_a), ("B", b, prior_b)):
-        measured = pooled_log_sigma(runs)
-        if measured is None and prior is None:
-            raise InputError(f"ladder {which} has one run per size, so its seed spread is unknown; "
-                             "train replicas or give a prior sigma")
-        sigmas.append(measured[0] if measured else float(prior))
-        sources.append("replicas" if measured else "prior")
-    pairs = paired_differences(a, b)
-    counts = pairs.groupby("size")["diff"].count()
-    dof = int((counts - 1).clip(lower=0).sum())
-    sigma_pair = None
-    if dof > 0:
-        centred = pairs["diff"] - pairs.groupby("size")["diff"].transform("mean")
-        sigma_pair = math.sqrt(float((centred ** 2).sum()) / dof)
-    return Noise(sigmas[0], sigmas[1], sigma_pair, sources[0], sources[1], int(len(pairs)))
 
 
 def log_multiplier(E, A, alpha, loss, flops) -> np.ndarray:
@@ -169,7 +99,14 @@ def size_effects(a: pd.DataFrame, b: pd.DataFrame, *, prior_a: float | None = No
     except ValueError as exc:
         raise InputError(f"ladder A: its compute law cannot be fitted ({exc})") from exc
     law = base.params
-    nz = noise(a, b, prior_a, prior_b)
+
+    def fit_b() -> dict:
+        try:
+            return fit_compute(b["flops"].to_numpy(float), b["loss"].to_numpy(float), pin_E=pin_E).params
+        except ValueError as exc:
+            raise InputError(f"ladder B: its compute law cannot be fitted ({exc})") from exc
+
+    nz = noise(a, b, sizes, law, prior_a, prior_b, fit_b=fit_b)
     rng = np.random.default_rng(seed)
 
     # A's luck, one draw per size shared by its runs; A's law refitted on every redraw.

@@ -5,7 +5,9 @@ log10 compute: once for the log multiplier, once for delta, each size weighted b
 redraws' variance. The line's parameter covariance is that of the same line fitted to every redraw
 (the sizes' effects share A's law, so they move together: the redraws carry that), scaled up by the
 residuals' chi^2 per degree of freedom when the sizes scatter about the line more than their seeds
-explain (then the quantile is Student's t on n - 2 degrees of freedom, else the normal's).
+explain (then the quantile is Student's t on n - 2 degrees of freedom, else the normal's). Where the
+seed noise itself was measured on the sizes' scatter (one seed a size, fits.effect_noise), the quantile
+is Student's t at that measurement's degrees of freedom: the band rests on a sigma known that well.
 
 The verdict rule (tests/fits/test_effect.py checks each branch):
 - direction: B's "gain" when the weighted mean log multiplier's ``level`` interval lies above 0, its
@@ -34,8 +36,10 @@ def _exp(log_multiplier: float) -> float:
     return math.exp(min(max(float(log_multiplier), -LOG_MULT_CAP), LOG_MULT_CAP))
 
 
-def fit_trend(x: np.ndarray, y: np.ndarray, draws: np.ndarray, level: float) -> dict:
-    """The weighted line y = b0 + b1 (x - x_mean) with its covariance; x_mean is the weighted mean of x."""
+def fit_trend(x: np.ndarray, y: np.ndarray, draws: np.ndarray, level: float, noise_dof: int | None = None) -> dict:
+    """The weighted line y = b0 + b1 (x - x_mean) with its covariance; x_mean is the weighted mean of x.
+    ``noise_dof``: the degrees of freedom of the sigma the redraws carry, where it was measured on the sizes'
+    scatter (fits.effect_noise): the quantile is then Student's t at them (or at n - 2, if fewer)."""
     from scipy import stats
 
     var = np.maximum(draws.var(axis=0, ddof=1), VARIANCE_FLOOR) if len(draws) > 1 else np.ones_like(y)
@@ -49,9 +53,10 @@ def fit_trend(x: np.ndarray, y: np.ndarray, draws: np.ndarray, level: float) -> 
     chi2 = float(np.sum(w * resid ** 2))
     dof = len(x) - 2
     scale = max(1.0, chi2 / dof) if dof > 0 else 1.0
-    q = stats.t.ppf(0.5 + level / 2, dof) if scale > 1.0 else stats.norm.ppf(0.5 + level / 2)
+    t_dofs = [d for d in (noise_dof, dof if scale > 1.0 else None) if d]
+    q = stats.t.ppf(0.5 + level / 2, min(t_dofs)) if t_dofs else stats.norm.ppf(0.5 + level / 2)
     return {"beta": beta, "cov": cov * scale, "centre": centre, "q": float(q), "chi2": chi2, "dof": dof,
-            "scale": scale}
+            "scale": scale, "t_dof": min(t_dofs) if t_dofs else None}
 
 
 def at(trend: dict, x: float) -> tuple[float, float, float]:
@@ -80,8 +85,9 @@ def hero_word(lower: float, upper: float, gain: bool) -> str:
 def trends(effects: SizeEffects, level: float) -> tuple[dict, dict]:
     """(the log multiplier's trend, delta's trend) against log10 of B's compute."""
     x = np.log10(effects.table["flops_b"].to_numpy(float))
-    mult = fit_trend(x, effects.table["log_multiplier"].to_numpy(float), effects.log_mult_draws, level)
-    delta = fit_trend(x, effects.table["delta"].to_numpy(float), effects.delta_draws, level)
+    dof = effects.noise.dof
+    mult = fit_trend(x, effects.table["log_multiplier"].to_numpy(float), effects.log_mult_draws, level, dof)
+    delta = fit_trend(x, effects.table["delta"].to_numpy(float), effects.delta_draws, level, dof)
     return mult, delta
 
 
@@ -96,7 +102,7 @@ def trend_doc(mult: dict, delta: dict) -> dict:
             "log_multiplier_per_decade": slope, "lower": lo, "upper": hi, "mean_multiplier": _exp(mean),
             "mean_lower": _exp(mean_lo), "mean_upper": _exp(mean_hi), "centre_log10_flops": mult["centre"],
             "delta_per_decade": d_slope, "delta_lower": d_slope - delta["q"] * d_sd, "delta_upper": d_slope + delta["q"] * d_sd,
-            "chi2": mult["chi2"], "dof": mult["dof"], "scale": mult["scale"]}
+            "chi2": mult["chi2"], "dof": mult["dof"], "scale": mult["scale"], "t_dof": mult["t_dof"]}
 
 
 def at_target(mult: dict, law: dict, flops_b: float, flops_a: float | None = None, pair_sigma: float = 0.0) -> dict:

@@ -110,9 +110,10 @@ def after_change(spec_a: LadderSpec, spec_b: LadderSpec, summary_a: dict, effect
     switch = [c for c in (hero.changes if hero is not None else ()) if c.weights]
     if not switch:
         return None
+    from ladder.analysis.change_carry import replays
+
     frac = switch[0].step / hero.steps
-    replayed = spec_b.data.switch_at > 0 and math.isclose(spec_b.data.switch_at, frac, rel_tol=0.02) and \
-        dict(spec_b.data.switch_weights) == dict(switch[0].weights)
+    replayed = replays(spec_b, switch[0], hero.steps)
     doc = {"step": switch[0].step, "frac": frac, "weights": dict(switch[0].weights), "replayed_by_b": replayed}
     at = effect.get("at_hero")
     predicted = summary_a.get("predicted_final_loss")
@@ -131,3 +132,18 @@ def after_change(spec_a: LadderSpec, spec_b: LadderSpec, summary_a: dict, effect
         out["unchanged_relative_error"] = predicted / actual - 1.0
         out["inside"] = out["lower"] is not None and out["lower"] <= actual <= out["upper"]
     return out
+
+
+def save(spec_a: LadderSpec, spec_b: LadderSpec, record: dict) -> str:
+    """`ladder compare`'s result under B's ladder folder, <root>/<B>/compare/<A>.json, written whole (the last
+    comparison of the two replaces the one before): what the dashboard's Compare page shows. Returns its path."""
+    import time
+
+    from ladder.executor.store import Store
+
+    store = Store(spec_b.root)
+    folder = store.join(store.root, spec_b.name, layout.COMPARE_DIR)
+    store.makedirs(folder)
+    path = store.join(folder, f"{spec_a.name}.json")
+    store.write_json(path, {**record, "saved_at": time.time()})
+    return store.url(path)

@@ -149,8 +149,8 @@ class Follower:
             layout.write_json_atomic(actual / "meta.json", {"name": HERO_ACTUAL, "source": self.source.kind,
                                                             "from": self.source.where, "metric": self.source.metric,
                                                             "rows": len(rows), "followed": True, "imported_at": time.time()})
-        state["changes"] = [{"step": c.step, "tokens": c.step * self.ctx.batch_tokens, "what": c.what, "note": c.note}
-                            for c in self.changes]
+        state["changes"] = [{"step": c.step, "tokens": c.step * self.ctx.batch_tokens, "what": c.what, "note": c.note,
+                             **_effect_note(self.ctx.change_effects, c.step)} for c in self.changes]
         _write_jsonl_atomic(self.out / layout.FORECASTS, state["snapshots"])
         _write_jsonl_atomic(self.out / layout.EVENTS, state["events"])
         layout.write_json_atomic(self.out / STATE, state)
@@ -183,6 +183,14 @@ def point_rows(points: pd.DataFrame) -> list[dict]:
     cols = ["step", "tokens", "loss", *(c for c in points.columns if is_task_metric(c))]
     return [{k: v for k, v in r.items() if k in ("step", "tokens", "loss") or pd.notna(v)}
             for r in points[cols].to_dict("records")]
+
+
+def _effect_note(effects: tuple, step: int) -> dict:
+    """A change's row's word on its replayed rungs' effect (ladder.analysis.change_effect): carried, or why not."""
+    e = next((e for e in effects if e["step"] == step), None)
+    if e is None:
+        return {}
+    return {"effect": f"carried: {e['text']}" if e["ok"] else f"not carried ({e['reason']})", "effect_ok": e["ok"]}
 
 
 def _env_value(v) -> str:

@@ -30,7 +30,9 @@ A declared change (hero.changes) is carried as follows: until CHANGE_POINTS poin
 the forecast past it keeps the snapshot's centre but its band is at least the rungs-only band (the
 one band that held on the 535B hero's points after its mix switch: 100%, where the refits held
 23-60%); from then on the refit uses only the hero's points after the change (re-anchored there),
-with the horizon band above.
+with the horizon band above. Where rungs replay the change (a variant of the ladder switching at the same
+fraction) and have finished, the effect they measured is carried past it instead of the widened band
+(ladder.analysis.change_effect).
 """
 
 from __future__ import annotations

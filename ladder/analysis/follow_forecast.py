@@ -1,5 +1,6 @@
 """A followed hero's forecast snapshot: the chosen curve law refitted with the hero's points so far, its
-band by horizon (ladder.analysis.follow_bands), and declared changes carried (hero.changes)."""
+band by horizon (ladder.analysis.follow_bands), and declared changes carried (hero.changes): by the effect
+rungs that replay the change measured (ladder.analysis.change_effect), else by the band-widening rule."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ladder.analysis.change_carry import carry, effect_at
 from ladder.analysis.follow_bands import (
     CHANGE_POINTS,
     horizon_profile,
@@ -38,6 +40,9 @@ class Context:
     decades: float
     total_steps: int
     batch_tokens: int
+    # the declared changes' effects measured on rungs that replay them (ladder.analysis.change_effect), carried
+    # into the forecast past each change in place of the band-widening rule; empty: none measured
+    change_effects: tuple = ()
 
     @property
     def prior_sigma(self) -> np.ndarray:
@@ -173,11 +178,20 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
         sigma, rule = ctx.prior_sigma, "no own points in the law's range yet: the prior band"
     if reanchored:
         rule += f"; re-anchored on the {len(after)} points after the change at step {change.step}"
-    for c in changes:  # a change not yet seen CHANGE_POINTS times: past it, at least the rungs-only band
+    carried_effects = []
+    for c in changes:  # a change not yet seen CHANGE_POINTS times: its replayed rungs' effect, else at least the prior band
         n_after = int((seen["step"] >= c.step).sum())
-        if n_after < CHANGE_POINTS:
-            sigma = np.where(fracs > c.step / ctx.total_steps, np.maximum(sigma, ctx.prior_sigma), sigma)
-            rule += f"; past the change at step {c.step} ({n_after} of {CHANGE_POINTS} points after it): at least the prior band"
+        if n_after >= CHANGE_POINTS:
+            continue
+        effect = effect_at(ctx.change_effects, c.step)
+        if effect is not None:
+            central, sigma = carry(fracs, central, sigma, effect)
+            carried_effects.append({k: effect[k] for k in ("step", "variant", "ratio", "lower", "upper", "sigma")})
+            rule += (f"; past the change at step {c.step} ({n_after} of {CHANGE_POINTS} points after it): its effect "
+                     f"measured on the replayed rungs carried, {effect['text']}")
+            continue
+        sigma = np.where(fracs > c.step / ctx.total_steps, np.maximum(sigma, ctx.prior_sigma), sigma)
+        rule += f"; past the change at step {c.step} ({n_after} of {CHANGE_POINTS} points after it): at least the prior band"
     lower, upper = central * np.exp(-ctx.z * sigma), central * np.exp(ctx.z * sigma)
     if at_step >= ctx.total_steps - 1 and not seen.empty:
         # the run is over (W&B steps are zero-based): its final eval is the answer, not a forecast
@@ -192,6 +206,7 @@ def snapshot(ctx: Context, hero: pd.DataFrame, at_step: int, earlier: list[dict]
                "centre_errors": centre_errors, "own_record_points": int(len(track)),
                "change": None if change is None else {"step": change.step, "what": change.what,
                                                       "reanchored": reanchored, "points_after": int(len(after))},
+               "change_effects": carried_effects,
                "tokens": at_step * ctx.batch_tokens}
     summary["half_width"] = half_width(summary)
     return curve, summary

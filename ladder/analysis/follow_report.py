@@ -63,4 +63,7 @@ def followed(ladder_dir: Path, baselines: dict[str, pd.DataFrame]) -> dict | Non
     state = layout.read_json(out / "state.json", {}) or {}
     return {"snapshots": snaps, "events": events,
             "follow": {"polls": state.get("polls"), "last_step": state.get("last_step"), "done": state.get("done"),
-                       "alerts": sum(1 for e in events if e.get("alert")), "points": int(len(points))}}
+                       "alerts": sum(1 for e in events if e.get("alert")), "points": int(len(points)),
+                       # declared changes whose replayed rungs' effect the live forecast carried, or why not
+                       "change_effects": [{k: c[k] for k in ("step", "what", "effect", "effect_ok")}
+                                          for c in state.get("changes") or [] if "effect" in c]}}

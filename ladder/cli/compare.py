@@ -1,6 +1,7 @@
 """`ladder compare A B`: two ladders' laws and hero predictions side by side, and the effect of B (the
 changed recipe) against A: per size, its trend with scale, carried to the hero with a band, backtested,
-and a verdict (ladder.analysis.effect, fits.effect_trend). Reads what the steps wrote; runs nothing.
+and a verdict (ladder.analysis.effect, fits.effect_trend). Reads what the steps wrote and runs nothing; saves
+its result under B's ladder folder for the dashboard (<root>/<B>/compare/<A>.json).
 """
 
 from __future__ import annotations
@@ -91,8 +92,9 @@ def compare(spec_a, spec_b, root, set_a, set_b, variant_a, variant_b, level, dra
     """Does B's change still help at the hero's scale? Per shared size, B's loss minus A's and the
     compute-equivalent multiplier (the compute A's law needs to reach B's loss, over B's compute) with
     bands from the seeds; their trend with compute; both carried to the hero with a band; the largest
-    size backtested from the smaller ones; a verdict. Both ladders must have finished their rungs."""
-    from ladder.analysis.effect import after_change, analyse_pair
+    size backtested from the smaller ones; a verdict. Both ladders must have finished their rungs. The result
+    is saved under B's ladder folder (<root>/<B>/compare/<A>.json) for the dashboard's Compare page."""
+    from ladder.analysis.effect import after_change, analyse_pair, save
     from ladder.cli.common import _spec
 
     out = _html_target(html_path)
@@ -105,11 +107,13 @@ def compare(spec_a, spec_b, root, set_a, set_b, variant_a, variant_b, level, dra
         from ladder.report.compare_page import write_compare
 
         write_compare(out, a, b, effect, verdict)
+    saved = save(*specs, {"a": a, "b": b, "effect": effect, "verdict": verdict})
     if as_json:
         click.echo(json.dumps({"a": a, "b": b, "effect": effect, "verdict": verdict,
-                               "html": str(out) if out else None}, default=str))
+                               "html": str(out) if out else None, "saved": saved}, default=str))
         return 0
     _print(a, b, effect, verdict, out)
+    click.echo(f"saved: {saved} (the dashboard's Compare page of {b['ladder']})")
     return 0
 
 

@@ -98,12 +98,29 @@ def follow(spec_path, hero_runs, from_csv, from_jsonl, metric, every, until, max
                            {k: v for k, v in dirs.items() if "://" not in v}, [r.name for r in spec.rungs])
     except (InputError, NoForecast) as exc:
         raise UserError(str(exc)) from None
+    if variant is None:  # a variant's own variants are not declared: only the base ladder's hero is carried so
+        ctx = _with_change_effects(ctx, spec, lambda name: _spec(spec_path, overrides, root, name))
     follower = Follower(follow_dir(spec.root, spec.name), ctx, source, tuple(spec.hero.changes), config, say=click.echo,
                         envelopes=_envelopes(dirs, spec))
     if follower.state.get("done"):
         click.echo(f"follow: the hero already reached its last step ({follower.state['last_step']}); nothing to do")
         return 0
     return loop(follower, config)
+
+
+def _with_change_effects(ctx, spec, load):
+    """The context with the effects of the hero's declared switches measured on rungs that replay them
+    (ladder.analysis.change_effect), each said in one line."""
+    import dataclasses
+
+    from ladder.analysis.change_effect import carried_effects
+
+    effects = carried_effects(spec, load, ctx.level)
+    for e in effects:
+        head = f"follow: the change at step {e['step']} ({e['what']}), replayed by --variant {e['variant']}: "
+        click.echo(head + (f"its measured effect is carried past it, {e['text']}" if e["ok"] else
+                           f"not carried ({e['reason']}); past it the band widens instead"))
+    return dataclasses.replace(ctx, change_effects=effects)
 
 
 def _envelopes(dirs: dict[str, str], spec) -> dict:

@@ -3,10 +3,10 @@
 Standard library only (``http.server.ThreadingHTTPServer``, HTTP/1.1 keep-alive). Routes:
 
     GET /                                          the page (index.html)
-    GET /static/<app.js|moe.js|app.css|...>        its assets; plotly.js comes from the installed
+    GET /static/<app.js|moe.js|compare.js|...>     its assets; plotly.js comes from the installed
                                                    ``plotly`` package (no CDN, works offline)
     GET /api/ladders                               the ladders under the root
-    GET /api/ladders/<ladder>/<view>               view: overview rungs fit hero moe tables
+    GET /api/ladders/<ladder>/<view>               view: overview rungs fit hero moe compare tables
     GET /api/ladders/<ladder>/tables/<table>.csv   any table as CSV
 
 Nothing is served from a path named in a request: requests name a ladder, a view or a table, each
@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlsplit
 from ladder.dashboard.data import Root, safe_name, to_csv
 
 STATIC_DIR = Path(__file__).with_name("static")
-VIEWS = ("overview", "rungs", "fit", "hero", "moe", "tables")
+VIEWS = ("overview", "rungs", "fit", "hero", "moe", "compare", "tables")
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -86,7 +86,7 @@ class Dashboard:
                 return self._assets[name]
             if name == "plotly.min.js":
                 path = plotly_js_path()
-            elif name in ("index.html", "app.js", "moe.js", "app.css", "favicon.svg"):
+            elif name in ("index.html", "app.js", "moe.js", "compare.js", "app.css", "favicon.svg"):
                 path = STATIC_DIR / name
             else:
                 return None

@@ -4,13 +4,14 @@ and the tables the views compute (fit parameters with intervals, band exits), ne
 from __future__ import annotations
 
 from ladder.dashboard.views import Views
+from ladder.dashboard.views_compare import CompareView
 from ladder.outputs import layout, readers
 from ladder.outputs.files import safe_name, scalars
 from ladder.outputs.root import _is_training
 
 
-class Root(Views):
-    """A ladder root: its ladders, their views and their tables (read-only)."""
+class Root(Views, CompareView):
+    """A ladder root: its ladders, their views (the Compare page's in views_compare) and their tables (read-only)."""
 
     def tables(self, ladder: str) -> list[dict]:
         """The downloadable tables of a ladder: name, title, rows (cheap to list, read on demand)."""

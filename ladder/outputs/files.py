@@ -36,6 +36,15 @@ def finite(x: Any) -> Any:
     return x
 
 
+def json_safe(x: Any) -> Any:
+    """``x`` with every NaN or infinity, however deep in dicts and lists, as None (strict JSON allows neither)."""
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_safe(v) for v in x]
+    return finite(x)
+
+
 def num(x: Any) -> float | None:
     """x as a finite float, else None (bools, strings that are not numbers, NaN, inf)."""
     if isinstance(x, bool) or x is None:

@@ -25,6 +25,8 @@
       isoflop:  isoflop.json (each budget's vertex, the frontier's laws), isoflop.csv (one row a sweep run)
       imported: result.json (+ eval.jsonl for a curve; "partial" when it stopped short)
       report:   report.json, report.html, *.png, curve.csv
+    <root>/<ladder>/compare/<other>.json   `ladder compare <other> <ladder>`'s last result (this ladder as B):
+                                           the dashboard's Compare page
 
 Everything is JSON, JSONL or CSV so a user opens it with pandas. Readers here tolerate a
 half-written last line (a run still writing), which is skipped, never guessed at.
@@ -58,6 +60,7 @@ GATE = "gate.json"
 FORECASTS = "forecasts.jsonl"
 FORECAST_DIR = "forecasts"
 REPORT = "report.json"
+COMPARE_DIR = "compare"  # under a ladder's folder: its comparisons against other ladders (it is B), one file each
 REPORT_HTML = "report.html"
 ISOFLOP_JSON = "isoflop.json"
 ISOFLOP_CSV = "isoflop.csv"

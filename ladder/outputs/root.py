@@ -39,7 +39,8 @@ class LadderRoot:
         for e in entries:
             if not e.is_dir(follow_symlinks=False) or not safe_name(e.name) or e.name in SKIP_DIRS:
                 continue
-            if self.step_dirs(e.name) or os.path.isdir(os.path.join(e.path, "imported")):
+            # a ladder imported but not submitted has no step yet: a comparison saved with it still shows it
+            if self.step_dirs(e.name) or any(os.path.isdir(os.path.join(e.path, d)) for d in ("imported", layout.COMPARE_DIR)):
                 out.append(e.name)
         return out
 
@@ -132,6 +133,8 @@ class LadderRoot:
             sig.append((step, str(d), *(file_stat(d / f) for f in self.WATCHED)))
         for name, d in self.imported(ladder).items():
             sig.append((name, file_stat(d / layout.METRICS), file_stat(d / IMPORTED_META)))
+        compare = ld / layout.COMPARE_DIR  # `ladder compare`'s saved results (a rename changes the folder's mtime)
+        sig.append(("compare", file_stat(compare), *(file_stat(p) for p in sorted(compare.glob("*.json")))))
         return tuple(sig)
 
 

@@ -304,8 +304,10 @@ def _progress_lines(rep: dict[str, Any], fmt) -> list[str]:
     from ladder.report.tasks import lines as task_lines
 
     lines += task_lines(rep)
+    carried = {c["step"]: c for c in (hero.get("follow") or {}).get("change_effects") or []}
     for c in hero.get("changes") or []:
-        lines.append(f"  declared change at step {c['step']:,}: {c['what']}" + (f" ({c['note']})" if c.get("note") else ""))
+        lines.append(f"  declared change at step {c['step']:,}: {c['what']}" + (f" ({c['note']})" if c.get("note") else "")
+                     + (f"; the live forecast past it: {carried[c['step']]['effect']}" if c["step"] in carried else ""))
     for e in hero.get("events") or []:
         if e.get("alert"):
             lines.append(f"  alert {e['kind']} (poll {e.get('poll')}): {e['message']}")

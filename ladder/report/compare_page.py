@@ -1,6 +1,7 @@
 """The comparison page (`ladder compare A B --html OUT`): B's effect against A per size with its
 bands, the trend carried to the hero with its band, the backtest and the heroes' actual difference,
-as one offline HTML file built from the report's pieces (its CSS, tables and plotly figure helpers).
+as one offline HTML file built from the report's pieces (its CSS and tables) and the comparison's figures
+(ladder.report.compare_figures, which the dashboard's Compare page draws too).
 """
 
 from __future__ import annotations
@@ -9,67 +10,8 @@ import html
 import json
 from pathlib import Path
 
-from ladder.report import figures
+from ladder.report.compare_figures import delta_figure, multiplier_figure
 from ladder.report.html import CSS, _json_safe, _section, _table
-
-EFFECT, TREND, HERO = "#1f77b4", "#d62728", "#111111"
-
-
-def _errors(rows: list[dict], key: str, lo: str, hi: str) -> dict:
-    return {"type": "data", "symmetric": False, "array": [r[hi] - r[key] for r in rows],
-            "arrayminus": [r[key] - r[lo] for r in rows], "color": EFFECT}
-
-
-def multiplier_figure(effect: dict) -> dict:
-    """Per-size multipliers with their bands, the trend's line and band out to the hero, the hero's
-    predicted multiplier and the heroes' measured one."""
-    rows, curve = effect["per_size"], effect["trend"]["curve"]
-    data = figures._band([c["flops"] for c in curve], [c["lower"] for c in curve], [c["upper"] for c in curve],
-                         "trend band", "rgba(214,39,40,0.15)", "trend")
-    data.append({"x": [c["flops"] for c in curve], "y": [c["multiplier"] for c in curve], "mode": "lines",
-                 "line": {"color": TREND}, "name": "trend (fitted on the sizes)", "legendgroup": "trend"})
-    hero = effect.get("at_hero")
-    if hero:  # where one measured pair of heroes should land: the band widened by their own seed luck
-        data.append({"x": [hero["flops"], hero["flops"]], "y": [hero["pair_lower"], hero["pair_upper"]],
-                     "mode": "lines", "line": {"color": TREND, "width": 1, "dash": "dot"},
-                     "name": "one pair of heroes (their own luck too)"})
-    data.append({"x": [r["flops_b"] for r in rows], "y": [r["multiplier"] for r in rows], "mode": "markers",
-                 "marker": {"color": EFFECT, "size": 9}, "text": [r["size"] for r in rows], "name": "per size",
-                 "error_y": _errors(rows, "multiplier", "lower", "upper")})
-    if hero:
-        data.append({"x": [hero["flops"]], "y": [hero["multiplier"]], "mode": "markers", "name": "at the hero (predicted)",
-                     "marker": {"color": TREND, "size": 11, "symbol": "diamond"},
-                     "error_y": _errors([hero], "multiplier", "lower", "upper") | {"color": TREND}})
-    measured = effect.get("heroes")
-    if measured and hero:
-        data.append({"x": [hero["flops"]], "y": [measured["multiplier"]], "mode": "markers", "name": "heroes (measured)",
-                     "marker": {"color": HERO, "size": 11, "symbol": "x"}})
-    lay = figures._layout("B's compute (FLOPs)", "compute-equivalent multiplier (>1: B better)",
-                          yaxis={"type": "log"},
-                          shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
-                                   "line": {"color": "#888", "dash": "dot", "width": 1}}])
-    return {"data": data, "layout": lay}
-
-
-def delta_figure(effect: dict) -> dict:
-    """Per-size loss differences with their bands, the hero's predicted difference and the heroes' actual one."""
-    rows = effect["per_size"]
-    data = [{"x": [r["flops_b"] for r in rows], "y": [r["delta"] for r in rows], "mode": "markers",
-             "marker": {"color": EFFECT, "size": 9}, "text": [r["size"] for r in rows], "name": "per size",
-             "error_y": _errors(rows, "delta", "delta_lower", "delta_upper")}]
-    hero = effect.get("at_hero")
-    if hero:
-        data.append({"x": [hero["flops"]], "y": [hero["delta"]], "mode": "markers", "name": "at the hero (predicted)",
-                     "marker": {"color": TREND, "size": 11, "symbol": "diamond"},
-                     "error_y": _errors([hero], "delta", "delta_lower", "delta_upper") | {"color": TREND}})
-    measured = effect.get("heroes")
-    if measured and hero:
-        data.append({"x": [hero["flops"]], "y": [measured["delta"]], "mode": "markers", "name": "heroes (actual)",
-                     "marker": {"color": HERO, "size": 11, "symbol": "x"}})
-    lay = figures._layout("B's compute (FLOPs)", "final loss, B minus A (<0: B better)",
-                          shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
-                                   "line": {"color": "#888", "dash": "dot", "width": 1}}])
-    return {"data": data, "layout": lay}
 
 
 def render_compare(a: dict, b: dict, effect: dict, verdict: str) -> str:

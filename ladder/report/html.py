@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ladder.outputs import layout, readers
+from ladder.outputs.files import json_safe as _json_safe
 from ladder.outputs.files import num
 from ladder.report import dynamics as report_dynamics
 from ladder.report import figures as report_figures
@@ -175,16 +176,6 @@ def _point_rows(frame: pd.DataFrame) -> tuple[list[dict], str]:
         return frame.to_dict("records"), f"all {len(frame)} points"
     idx = sorted({round(i * (len(frame) - 1) / (MAX_POINT_ROWS - 1)) for i in range(MAX_POINT_ROWS)})
     return frame.iloc[idx].to_dict("records"), f"{len(idx)} of {len(frame)} points, evenly spaced (all in curve.csv / report.json)"
-
-
-def _json_safe(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def render_html(rep: dict[str, Any], tables: dict[str, pd.DataFrame], dep_dirs: dict[str, str]) -> str:

@@ -119,12 +119,69 @@ def test_unpaired_and_single_seed_ladders_take_their_noise_from_replicas_or_the_
     a, b = pair(lambda c: 1.2, seed=6)
     doc = analyse(a, b.assign(seed=b["seed"] + 10), hero_flops=(HERO, HERO), n_draws=40)
     assert doc["noise"]["mode"] == "replicas" and doc["noise"]["sigma_pair"] is None
-    a1, b1 = a[a["seed"] == 0], b[b["seed"] == 0]
+    # one seed at four sizes: two degrees of freedom about the trend, too few to measure: the prior
+    a1, b1 = a[(a["seed"] == 0) & (a["size"] != "rung_3")], b[(b["seed"] == 0) & (b["size"] != "rung_3")]
     with pytest.raises(InputError, match="one run per size"):
         analyse(a1, b1, n_draws=40)
     doc = analyse(a1, b1, prior_a=0.01, prior_b=0.01, n_draws=40)
     assert doc["noise"]["mode"] == "prior" and "prior" in doc["noise"]["text"]
+    assert doc["noise"]["dof"] is None and doc["trend"]["t_dof"] is None
     assert doc["at_hero"] is None and "no hero" in doc["verdict"]
+
+
+# The default ladder's seven sizes at one seed each (experiments/tiny.py), and its hero.
+TINY_FLOPS = np.array([2.904e10, 1.099e11, 2.303e11, 6.134e11, 1.056e12, 2.301e12, 3.531e12])
+TINY_HERO = 1.678e13
+
+
+def one_seed_pair(multiplier, *, seed, luck=0.007, pair_luck=0.002, sizes=TINY_FLOPS):
+    """A and B at one seed a size, both trained at that seed (so paired): A on the law, B at multiplier(C) x C."""
+    rng = np.random.default_rng(seed)
+    rows_a, rows_b = [], []
+    for i, c in enumerate(sizes):
+        shared = rng.normal(0.0, luck)
+        rows_a.append({"size": f"rung_{i + 1}", "seed": 0, "flops": c, "loss": float(law(c)) * math.exp(shared)})
+        rows_b.append({"size": f"rung_{i + 1}", "seed": 0, "flops": c,
+                       "loss": float(law(c * multiplier(c))) * math.exp(shared + rng.normal(0.0, pair_luck))})
+    return pd.DataFrame(rows_a), pd.DataFrame(rows_b)
+
+
+def test_one_seed_a_size_measures_the_paired_noise_on_the_sizes_scatter_about_the_trend():
+    a, b = one_seed_pair(lambda c: 1.2, seed=11)
+    doc = analyse(a, b, hero_flops=(TINY_HERO, TINY_HERO), n_draws=60)
+    nz = doc["noise"]
+    # the paired log differences' RMS about their line in log10 compute, over 7 - 2 degrees of freedom
+    diff = np.log(b["loss"].to_numpy() / a["loss"].to_numpy())
+    x = np.log10(b["flops"].to_numpy())
+    resid = diff - np.polyval(np.polyfit(x, diff, 1), x)
+    assert nz["mode"] == "paired" and nz["pair_source"] == "residuals" and nz["pair_dof"] == 5
+    assert nz["sigma_pair"] == pytest.approx(math.sqrt(float(np.sum(resid ** 2)) / 5), rel=1e-12)
+    # A's runs: their scatter about A's own compute law, 7 - 3 degrees of freedom
+    p = doc["law_a"]
+    resid_a = np.log(a["loss"].to_numpy() / (p["E"] + p["A"] * a["flops"].to_numpy() ** -p["alpha"]))
+    assert nz["source_a"] == "residuals" and nz["dof_a"] == 4
+    assert nz["sigma_a"] == pytest.approx(math.sqrt(float(np.sum(resid_a ** 2)) / 4), rel=1e-9)
+    assert nz["sigma_b"] is None and nz["source_b"] == "paired" and "5 degrees of freedom" in nz["text"]
+    # the band's quantile is Student's t at the measurement's five degrees of freedom
+    assert doc["trend"]["t_dof"] == 5 and all(r["pairs"] == 1 for r in doc["per_size"])
+
+
+def test_one_seed_a_size_a_constant_effect_holds_with_a_band_that_covers_it():
+    a, b = one_seed_pair(lambda c: 1.2, seed=12)
+    doc = analyse(a, b, hero_flops=(TINY_HERO, TINY_HERO), n_draws=60)
+    hero = doc["at_hero"]
+    assert doc["trend"]["verdict"] == "holds" and doc["trend"]["direction"] == "gain"
+    assert hero["lower"] < 1.2 < hero["upper"] and hero["shown"] == "shown"
+    assert doc["verdict"].startswith("B's gain holds at the hero")
+
+
+def test_one_seed_a_size_a_shrinking_effect_shrinks():
+    shrinking = lambda c: 1.3 * (c / 1e12) ** -0.08  # noqa: E731
+    a, b = one_seed_pair(shrinking, seed=13)
+    doc = analyse(a, b, hero_flops=(TINY_HERO, TINY_HERO), n_draws=60)
+    assert doc["trend"]["verdict"] == "shrinks" and doc["trend"]["upper"] < 0
+    assert "shrinks with scale" in doc["verdict"]
+    assert doc["at_hero"]["lower"] < shrinking(TINY_HERO) < doc["at_hero"]["upper"]
 
 
 def test_ladders_without_two_shared_sizes_are_refused_in_one_line():

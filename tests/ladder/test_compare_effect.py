@@ -1,7 +1,8 @@
 """`ladder compare A B` on synthetic ladders built through the real CLI without training: a two-seed
 ladder (A, compare_ladder.py) and its variant code70 (B) imported from finals drawn on a known law with a known effect
 (`ladder import-results`), then compared. Bad input: an unfinished ladder, two ladders with no size in
-common, a variant naming an unknown field or no variant at all: one line, exit 2, nothing written."""
+common, a variant naming an unknown field or no variant at all: one line, exit 2, nothing written. The default
+ladder itself (one seed a size) imported the same way: its paired noise measured on the sizes' scatter."""
 
 from __future__ import annotations
 
@@ -39,18 +40,19 @@ def shrinking(c: float) -> float:
     return 1.3 * (c / 1e12) ** -0.08
 
 
-def write_finals(tmp: Path, drop: tuple[str, ...] = ()) -> tuple[Path, Path]:
+def write_finals(tmp: Path, drop: tuple[str, ...] = (), spec: str = TINY, multiplier=shrinking, luck: float = 0.004,
+                 pair_luck: float = 0.001, seed: int = 0) -> tuple[Path, Path]:
     """A's and B's finals: each run on the law (B's at its multiplier), the luck of its seed shared by
     the pair of one seed (the same data order) and a small paired difference."""
     from ladder.spec import load_spec
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     rows_a, rows_b = [], []
-    for run in load_spec(TINY).all_runs():
-        luck = math.exp(rng.normal(0.0, 0.004))
-        rows_a.append({"name": run.name, "loss": law(run.flops) * luck})
-        rows_b.append({"name": run.name, "loss": law(run.flops * shrinking(run.flops)) * luck
-                       * math.exp(rng.normal(0.0, 0.001))})
+    for run in load_spec(spec).all_runs():
+        shared = math.exp(rng.normal(0.0, luck))
+        rows_a.append({"name": run.name, "loss": law(run.flops) * shared})
+        rows_b.append({"name": run.name, "loss": law(run.flops * multiplier(run.flops)) * shared
+                       * math.exp(rng.normal(0.0, pair_luck))})
     a, b = tmp / "a.csv", tmp / "b.csv"
     pd.DataFrame(rows_a).to_csv(a, index=False)
     pd.DataFrame([r for r in rows_b if r["name"] not in drop]).to_csv(b, index=False)
@@ -99,9 +101,44 @@ def test_compare_measures_a_shrinking_effect_and_carries_it_to_the_hero(pair_roo
     per_size = next(t for t in figs["f-mult"]["data"] if t.get("name") == "per size")
     assert per_size["y"] == pytest.approx([r["multiplier"] for r in effect["per_size"]])
     assert {t.get("name") for t in figs["f-delta"]["data"]} >= {"per size", "heroes (actual)"}
+    # saved under B's folder for the dashboard, whose Compare page draws the same figures
+    from ladder.dashboard.server import Dashboard
+
+    saved = pair_root / "tiny+code70" / "compare" / "tiny.json"
+    assert d["saved"] == str(saved) and json.loads(saved.read_text())["verdict"] == d["verdict"]
+    status, body = Dashboard(pair_root).route("/api/ladders/tiny+code70/compare")
+    assert status == 200
+    (shown,) = json.loads(body.body)["comparisons"]
+    assert shown["against"] == "tiny" and shown["verdict"] == d["verdict"]
+    dash_sizes = next(t for t in shown["figures"]["mult"]["data"] if t.get("name") == "per size")
+    assert dash_sizes["y"] == pytest.approx(per_size["y"])
+    assert {t.get("name") for t in shown["figures"]["delta"]["data"]} >= {"per size", "heroes (actual)"}
     proc = run_cli("compare", TINY, TINY, "--variant-b", "code70", "--root", str(pair_root), "--draws", "30")
     assert proc.returncode == 0, proc.stderr
     assert "verdict: B's gain shrinks" in proc.stdout and "backtest: rung_5 predicted from" in proc.stdout
+    assert f"saved: {saved}" in proc.stdout
+
+
+def test_the_default_ladder_at_one_seed_a_size_measures_its_paired_noise_and_a_constant_effect_holds(tmp_path):
+    """experiments/tiny.py trains one seed a size, the same seed in both ladders: the paired noise is the seven
+    sizes' scatter about the trend (five degrees of freedom), not the prior, and the hero's band covers the effect."""
+    a, b = write_finals(tmp_path, spec=str(DEFAULT), multiplier=lambda c: 1.2, luck=0.007, pair_luck=0.002, seed=1)
+    root = tmp_path / "root"
+    assert run_cli("import-results", str(DEFAULT), str(a), "--root", str(root)).returncode == 0
+    proc = run_cli("import-results", str(DEFAULT), str(b), "--variant", "code70", "--root", str(root))
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("compare", str(DEFAULT), str(DEFAULT), "--variant-b", "code70", "--root", str(root), "--draws", "60",
+                   "--json")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    effect = d["effect"]
+    assert len(effect["per_size"]) == 7 and all(r["pairs"] == 1 for r in effect["per_size"])
+    noise = effect["noise"]
+    assert noise["mode"] == "paired" and noise["pair_source"] == "residuals" and noise["pair_dof"] == 5
+    assert effect["trend"]["verdict"] == "holds" and effect["trend"]["t_dof"] == 5
+    hero = effect["at_hero"]
+    assert hero["lower"] < 1.2 < hero["upper"] and d["verdict"].startswith("B's gain holds at the hero")
+    assert effect["heroes"]["inside"]
 
 
 def _one_line_refusal(proc: subprocess.CompletedProcess, *needles: str) -> None:

@@ -102,3 +102,36 @@ def test_empty_root_page(browser, tmp_path, screenshot_dir):
         out = browser.check_page(s.url, "overview", screenshot_dir / "08_empty_root.png")
     assert out["errors"] == []
     assert "No ladder under this root yet" in out["dom"]["text"]
+
+
+def test_compare_page_draws_a_saved_comparison(browser, tmp_path, screenshot_dir):
+    """A comparison `ladder compare` saved under B's folder (here drawn from fits on a synthetic pair with a known
+    1.2x effect, written as the command writes it): the Compare page draws its two figures and says its verdict."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from bench.sample import write_sample_root
+    from fits.effect_trend import analyse
+
+    write_sample_root(tmp_path, "demo")
+    rng = np.random.default_rng(0)
+    flops = np.geomspace(3e10, 3.5e12, 7)
+    luck = rng.normal(0.0, 0.007, 7)
+    law = 1.0 + 40.0 * flops ** -0.1
+    a = pd.DataFrame({"size": [f"rung_{i}" for i in range(7)], "seed": 0, "flops": flops, "loss": law * np.exp(luck)})
+    b = a.assign(loss=(1.0 + 40.0 * (1.2 * flops) ** -0.1) * np.exp(luck + rng.normal(0.0, 0.002, 7)))
+    effect = analyse(a, b, hero_flops=(1.7e13, 1.7e13), n_draws=40)
+    verdict = effect.pop("verdict")
+    (tmp_path / "demo" / layout.COMPARE_DIR).mkdir()
+    record = {"a": {"ladder": "base"}, "b": {"ladder": "demo"}, "effect": {**effect, "after_change": None},
+              "verdict": verdict, "saved_at": 1.7e9}
+    (tmp_path / "demo" / layout.COMPARE_DIR / "base.json").write_text(json.dumps(record, default=str))
+    assert math.isfinite(effect["at_hero"]["multiplier"])
+    with DashboardServer(tmp_path, port=0) as s:
+        out = browser.check_page(f"{s.url}#/demo/compare", "compare", screenshot_dir / "09_compare.png")
+    assert out["errors"] == [] and out["dom"]["errorsInDom"] == []
+    drawn = {c["id"] for c in out["dom"]["charts"] if c["traces"] > 0 and c["drawn"] > 0}
+    assert {"c-cmp-mult", "c-cmp-delta"} <= drawn
+    assert verdict in out["dom"]["text"] and "rung_6" in out["dom"]["text"]

@@ -1,10 +1,10 @@
 /* scaling-ladder dashboard: polls the read-only JSON API and draws with plotly.js (served locally).
- * Routes: #/<ladder>/<page>, page one of overview rungs fit hero moe tables.
- * The MoE page is drawn by moe.js (loaded after this file, with its helpers).
+ * Routes: #/<ladder>/<page>, page one of overview rungs fit hero moe compare tables.
+ * The MoE page is drawn by moe.js, the Compare page by compare.js (loaded after this file, with its helpers).
  * #diag records what was drawn (page, traces, DAG nodes, errors) so a headless browser can check it. */
 "use strict";
 
-const PAGES = ["overview", "rungs", "fit", "hero", "moe", "tables"];
+const PAGES = ["overview", "rungs", "fit", "hero", "moe", "compare", "tables"];
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
   "#bcbd22", "#7f7f7f"];
 const STATUS_COLOR = { RUNNING: "#2f7ed8", SUCCESS: "#2e9d5b", FAILED: "#d0392b", DEP_FAILED: "#e07b39",
@@ -13,7 +13,7 @@ const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemo
 const params = new URLSearchParams(location.search);
 const POLL_MS = Math.max(500, Number(params.get("poll")) || 3000);
 
-const state = { ladder: null, page: "overview", ladders: [], timer: null, last: "", busy: false, moeRun: null,
+const state = { ladder: null, page: "overview", ladders: [], timer: null, last: "", busy: false, moeRun: null, compareWith: null,
   heroX: "tokens", errors: [] };
 const diag = document.getElementById("diag");
 
@@ -479,7 +479,8 @@ RENDER.hero = function (d) {
     heroLay.shapes = (heroLay.shapes || []).concat(changes.map((c) => ({ type: "line", xref: "x", yref: "paper",
       x0: c[xk], x1: c[xk], y0: 0, y1: 1, line: { color: "#ff7f0e", dash: "dash", width: 1.5 } })));
     heroLay.annotations = changes.map((c) => ({ x: Math.log10(c[xk]), y: 1, xref: "x", yref: "paper", showarrow: false,
-      text: "change: " + esc(c.what), font: { color: "#ff7f0e", size: 11 }, yanchor: "bottom" }));
+      text: "change: " + esc(c.what) + (c.effect_ok ? " (its replayed rungs' effect carried)" : ""),
+      hovertext: c.effect ? esc(c.effect) : undefined, font: { color: "#ff7f0e", size: 11 }, yanchor: "bottom" }));
   }
   const bandAlerts = alertsOf.filter((e) => e.kind === "band_exit" && typeof e.loss === "number");
   if (bandAlerts.length) traces.push({ x: bandAlerts.map((e) => (xk === "tokens" ? e.tokens : e.step)), y: bandAlerts.map((e) => e.loss),
