@@ -113,8 +113,8 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
     cols = TaskColumns(task=task, loss=BPB + task, acc=ACC + task, chance=chance if chance is not None else 0.0,
                        intermediate="loss")
     methods = methods_for(cols)
-    if chance is None:  # the bounded sigmoids need the floor: the paper's free sigmoid alone
-        methods = ("two_step",)
+    if chance is None:  # the bounded sigmoids need the floor: the paper's free sigmoids alone
+        methods = ("paper_two_step", "two_step")
     if not has_bpb:  # no task loss recorded: only the laws that skip it
         methods = tuple(m for m in methods if m in ("single_step", "intermediate_chain"))
     result = forecast_task(points, cols, float(hero["params"]), float(hero["tokens"]), level=level, methods=methods,
@@ -139,9 +139,10 @@ def _code_digest() -> str:
     import fits.laws.tasks
     import fits.tasks
     import fits.tasks_forecast
+    import fits.tasks_paper
 
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    for module in (fits.laws.tasks, fits.tasks, fits.tasks_forecast):
+    for module in (fits.laws.tasks, fits.tasks, fits.tasks_forecast, fits.tasks_paper):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
 
