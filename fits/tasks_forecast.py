@@ -3,7 +3,8 @@ and an interval that carries both steps' uncertainty and the error of extrapolat
 
 Methods (fits.tasks and fits.tasks_paper fit each):
 - paper_two_step: the paper's chain fitted exactly as its repository fits it (fits.tasks_paper);
-- two_step: the paper's chain with this project's fits (Epoch's Huber step 1, step 2 by tokens' share), task loss (N, D) -> four-parameter sigmoid -> accuracy;
+- two_step: the paper's chain with this project's fits (Epoch's Huber step 1, step 2 by tokens' share),
+  task loss (N, D) -> four-parameter sigmoid -> accuracy;
 - two_step_bounded: the same chain with the sigmoid's floor at chance and its ceiling at 1;
 - single_step: (N, D) -> accuracy in one law on the finals;
 - intermediate_chain: the chain through another loss (e.g. C4's), bounded sigmoid.

@@ -91,8 +91,9 @@ def fit_paper_step1(fin: pd.DataFrame, column: str) -> FitResult:
     p, objective, ok = _huber_log_fit(use["params"].to_numpy(float), use["tokens"].to_numpy(float),
                                       use[column].to_numpy(float))
     law = ChinchillaLaw(E=float(p[4]), A=float(np.exp(p[0])), B=float(np.exp(p[1])), alpha=float(p[2]), beta=float(p[3]))
-    return FitResult(law="chinchilla", params={k: float(getattr(law, k)) for k in PARAM_NAMES}, objective=objective, n_points=len(use), n_starts=1,
-                     converged=ok, config={"fit": "paper", "huber_delta": HUBER_DELTA, "finals_avg": PAPER_AVG},
+    return FitResult(law="chinchilla", params={k: float(getattr(law, k)) for k in PARAM_NAMES}, objective=objective,
+                     n_points=len(use), n_starts=1, converged=ok,
+                     config={"fit": "paper", "huber_delta": HUBER_DELTA, "finals_avg": PAPER_AVG},
                      diagnostics={"loss": "Huber (delta 1e-3) of log(predicted) - log(actual), summed"})
 
 
@@ -125,7 +126,8 @@ def fit_paper_step2(L, acc, chance: float) -> FitResult:
     tries = [((chance - 1.0, 0.9, 3.0, 1.0), ([-1.0, 0.0, 0.0, 0.0], [0.0, np.inf, np.inf, 1.0]))]
     tries += [(p0, (-np.inf, np.inf)) for p0 in STEP2_FALLBACK_P0]
     coef, used = None, 0
-    for used, (p0, bounds) in enumerate(tries, start=1):
+    for p0, bounds in tries:
+        used += 1
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", OptimizeWarning)
             try:

@@ -116,7 +116,8 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
                 f"points, {summary['within_2_points']} within 2 points, {summary['inside_interval']} inside their "
                 f"{summary['level']:.0%} intervals (mean half-width {summary['mean_half_width_points']:.1f} points).</p>")
     body = (head + "<p class='muted'>Each task's method is chosen on the rungs alone: the largest size's runs predicted "
-            "from the smallest cut's sizes, the farthest backtest the rungs allow (mean |error| in accuracy points per method). The band adds the runs' bootstrap "
+            "from the smallest cut's sizes, the farthest backtest the rungs allow (mean |error| in accuracy points per "
+            "method). The band adds the runs' bootstrap "
             "(step 1), the checkpoints' scatter about the sigmoid (step 2) and the backtests' error per decade of N "
             "at the hero's distance.</p>" + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
     return f"<section id='tasks'><h2>Task accuracy forecasts ({len(rows)} tasks)</h2>{body}</section>", figs
