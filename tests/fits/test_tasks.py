@@ -64,8 +64,8 @@ def test_the_paper_s_free_sigmoid_has_four_parameters_and_fits_the_points():
 def test_method_choice_uses_only_the_rungs():
     """The target enters only the prediction: two far-apart targets get one choice, one backtest."""
     pts = ladder()
-    a = forecast_task(pts, COLS, 4e9, 1e12, n_resamples=20)
-    b = forecast_task(pts, COLS, 2e10, 6e12, n_resamples=20)
+    a = forecast_task(pts, COLS, 4e9, 1e12, n_resamples=10)
+    b = forecast_task(pts, COLS, 2e10, 6e12, n_resamples=10)
     assert a.diagnostics["method"] == b.diagnostics["method"]
     assert a.diagnostics["choice"]["mae"] == b.diagnostics["choice"]["mae"]
     assert a.diagnostics["backtest"] == b.diagnostics["backtest"]
