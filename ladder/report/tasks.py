@@ -120,7 +120,7 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
             "method). The band adds the runs' bootstrap "
             "(step 1), the checkpoints' scatter about the sigmoid (step 2) and the backtests' error per decade of N "
             "at the hero's distance.</p>" + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
-    return f"<section id='tasks'><h2>Task accuracy forecasts ({len(rows)} tasks)</h2>{body}</section>", figs
+    return f"<section id='tasks'><h2>Task accuracy forecasts ({_count(rows)})</h2>{body}</section>", figs
 
 
 def lines(rep: dict) -> list[str]:
@@ -128,7 +128,7 @@ def lines(rep: dict) -> list[str]:
     rows = rep.get("tasks") or []
     if not rows:
         return []
-    out = ["", f"task accuracy ({len(rows)} tasks; method chosen by backtest on the rungs: the largest size from the smallest cut)"]
+    out = ["", f"task accuracy ({_count(rows)}; method chosen by backtest on the rungs: the largest size from the smallest cut)"]
     for r in rows:
         if r.get("predicted") is None:
             out.append(f"  {r['task']:<14} no forecast: {r.get('note')}")
@@ -146,3 +146,7 @@ def lines(rep: dict) -> list[str]:
                    f"within 2 points, {s['inside_interval']} inside their {s['level']:.0%} intervals "
                    f"(mean half-width {s['mean_half_width_points']:.1f} points)")
     return out
+
+
+def _count(rows: list) -> str:
+    return f"{len(rows)} task{'' if len(rows) == 1 else 's'}"
