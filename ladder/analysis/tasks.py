@@ -150,7 +150,22 @@ def _code_digest() -> str:
 def hero_actuals(hero_dir: str | None, k: int) -> dict[str, float]:
     """The hero's task metrics (task_acc/*, task_bpb/*) and eval loss (as `loss`, the points' name for
     it): each the mean of its last k evals that have it."""
-    ev = layout.read_jsonl(Path(hero_dir) / layout.EVAL) if hero_dir else pd.DataFrame()
+    return _last_evals(layout.read_jsonl(Path(hero_dir) / layout.EVAL) if hero_dir else pd.DataFrame(), k)
+
+
+def imported_hero_actuals(imported_dir: Path, k: int) -> dict[str, float]:
+    """The same for a hero recorded elsewhere: the first imported run named hero* (`ladder follow` and
+    `import-wandb --as hero_actual` write its rows to imported/<name>/metrics.jsonl), so a followed hero's
+    task scores refresh as its evals arrive."""
+    names = sorted(d.name for d in imported_dir.iterdir() if d.is_dir()) if imported_dir.is_dir() else []
+    for name in (n for n in names if n.startswith("hero")):
+        out = _last_evals(layout.read_jsonl(imported_dir / name / layout.METRICS), k)
+        if any(c.startswith(ACC) for c in out):
+            return out
+    return {}
+
+
+def _last_evals(ev: pd.DataFrame, k: int) -> dict[str, float]:
     if "step" in ev.columns:
         ev = ev.sort_values("step", kind="stable")
     out = {}
@@ -176,7 +191,10 @@ def add_tasks(report: dict, prediction: dict, dep_dirs: dict[str, str], config: 
         return
     level = float(hero.get("level") or config.get("level") or 0.9)
     rows = forecasts(points, hero, settings, level, Path(predict_dir).parent / "tasks")
-    actual = hero_actuals(dep_dirs.get(config.get("hero") or ""), int(settings.get("hero_task_evals", 1)))
+    k = int(settings.get("hero_task_evals", 1))
+    actual = hero_actuals(dep_dirs.get(config.get("hero") or ""), k)
+    if not any(c.startswith(ACC) for c in actual):  # no hero trained or imported as a step: one followed or imported elsewhere
+        actual = imported_hero_actuals(Path(predict_dir).parent / "imported", k)
     for r in rows:
         a = actual.get(ACC + r["task"])
         if a is not None and r["predicted"] is not None:
