@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from fits.io import InputError, positive_column, read_runs, require_columns
-from fits.laws.registry import law_names, min_points
+from fits.laws.registry import in_compute, law_names, min_points
 from fits.result import FitResult
 
 POINT_LAWS = law_names("point")  # the laws of a runs table's finals, from the one registry
@@ -94,6 +94,6 @@ def predict(result: FitResult, runs) -> np.ndarray:
 
 
 def predict_with(model, result: FitResult, runs: pd.DataFrame) -> np.ndarray:
-    if result.law == "chinchilla":
-        return model.predict(n_of(runs, result.config.get("use_active", True)), runs["tokens"].to_numpy(float))
-    return model.predict(runs["flops"].to_numpy(float))
+    if in_compute(result.law):
+        return model.predict(runs["flops"].to_numpy(float))
+    return model.predict(n_of(runs, result.config.get("use_active", True)), runs["tokens"].to_numpy(float))

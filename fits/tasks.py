@@ -155,7 +155,8 @@ def _single_step_starts(logN, logD, y, chance: float, keep: int = 4) -> list[lis
             X = np.stack([np.ones_like(logN), np.exp(-al * logN), np.exp(-be * logD)], axis=1)
             coef, *_ = np.linalg.lstsq(X, z, rcond=None)
             A, B = max(coef[1], 1e-6), max(coef[2], 1e-6)
-            fit = chance + (1 - chance) / (1 + np.exp(coef[0] + A * X[:, 1] + B * X[:, 2]))
+            with np.errstate(over="ignore"):  # a grid point far off saturates to chance: scored, not warned
+                fit = chance + (1 - chance) / (1 + np.exp(coef[0] + A * X[:, 1] + B * X[:, 2]))
             scored.append((float(np.sum((fit - y) ** 2)), [float(coef[0]), float(np.log(A)), float(np.log(B)), al, be]))
     scored.sort(key=lambda t: t[0])
     return [np.clip(s, [-20, -20, -20, 0.01, 0.01], [20, 60, 60, 2.0, 2.0]).tolist() for _, s in scored[:keep]]

@@ -1,15 +1,20 @@
 """A task's accuracy forecast for a target (N, D): the method chosen by backtests on the ladder alone,
 and an interval that carries both steps' uncertainty and the error of extrapolating.
 
-Methods (fits.tasks fits each):
-- two_step: the paper's chain, task loss (N, D) -> four-parameter sigmoid -> accuracy;
+Methods (fits.tasks and fits.tasks_paper fit each):
+- paper_two_step: the paper's chain fitted exactly as its repository fits it (fits.tasks_paper);
+- two_step: the paper's chain with this project's fits (Epoch's Huber step 1, step 2 by tokens' share),
+  task loss (N, D) -> four-parameter sigmoid -> accuracy;
 - two_step_bounded: the same chain with the sigmoid's floor at chance and its ceiling at 1;
 - single_step: (N, D) -> accuracy in one law on the finals;
 - intermediate_chain: the chain through another loss (e.g. C4's), bounded sigmoid.
 
-Backtests: the largest size's runs are predicted from the smaller sizes' (the primary backtest, which
-chooses the method: lowest mean absolute error), then the two largest from the rest, and so on while
-a fit has enough runs. The target never enters a choice: its (N, D) is used only to predict.
+Backtests: nested cuts by size, each fitting the sizes up to it and predicting the larger sizes' finals
+(the largest size from the smaller ones, the two largest from the rest, and so on while a fit has enough
+runs). The primary backtest, which chooses the method (lowest mean absolute error), is the farthest one
+the ladder allows: the largest size's runs predicted from the smallest cut (for OLMo the 1B runs from the
+190M-370M runs, 0.54 decades of N, nearest to the targets' 0.73 and 1.07). The target never enters a
+choice: its (N, D) is used only to predict.
 
 The interval at level p is prediction +- z_p sigma, clipped to [0, 1], with
 sigma^2 = sd_boot^2 + scatter^2 + (per_decade * d)^2: the spread of the prediction over a bootstrap
@@ -30,8 +35,9 @@ from fits.defaults import DEFAULT_LEVEL
 from fits.io import InputError
 from fits.result import FitResult
 from fits.tasks import STEP1_MIN_RUNS, finals, fit_chain, fit_single_step, fit_step1, require_metric
+from fits.tasks_paper import fit_paper_step1, fit_paper_two_step, paper_bootstrap_sd, paper_finals
 
-METHODS = ("two_step", "two_step_bounded", "single_step", "intermediate_chain")
+METHODS = ("paper_two_step", "two_step", "two_step_bounded", "single_step", "intermediate_chain")
 BOOTSTRAP_RESAMPLES = 200
 
 
@@ -57,10 +63,16 @@ def fit_method(checkpoints: pd.DataFrame, cols: TaskColumns, method: str,
     step1 = {} if step1 is None else step1
     if method == "single_step":
         return fit_single_step(checkpoints, cols.acc, chance=cols.chance)
+    runs = tuple(sorted(pd.unique(checkpoints["run"])))
+    if method == "paper_two_step":
+        key = ("paper", cols.loss, runs)
+        if key not in step1:
+            step1[key] = fit_paper_step1(paper_finals(checkpoints, cols.loss), cols.loss)
+        return fit_paper_two_step(checkpoints, cols.loss, cols.acc, chance=cols.chance, step1=step1[key])
     loss = cols.intermediate if method == "intermediate_chain" else cols.loss
     if loss is None:
         raise ValueError(f"task {cols.task!r}: method {method!r} needs an intermediate loss column")
-    key = (loss, tuple(sorted(pd.unique(checkpoints["run"]))))
+    key = (loss, runs)
     if key not in step1:
         step1[key] = fit_step1(finals(checkpoints), loss)
     chance = None if method == "two_step" else cols.chance
@@ -90,9 +102,12 @@ def backtest(checkpoints: pd.DataFrame, cols: TaskColumns, methods=None, step1: 
                              "predicted": float(p), "actual": float(r[cols.acc]),
                              "error": 100.0 * (float(p) - float(r[cols.acc])),
                              "decades": float(np.log10(r["params"] / sizes[j - 1])),
-                             "primary": j == len(sizes) - 1})
-    return pd.DataFrame(rows, columns=["method", "cut", "run", "params", "tokens", "predicted", "actual",
-                                       "error", "decades", "primary"])
+                             "primary": False})
+    bt = pd.DataFrame(rows, columns=["method", "cut", "run", "params", "tokens", "predicted", "actual",
+                                     "error", "decades", "primary"])
+    if len(bt):  # the farthest backtest: the smallest cut's predictions of the largest size
+        bt["primary"] = (bt["cut"] == bt["cut"].min()) & (bt["params"] == bt["params"].max())
+    return bt
 
 
 def choose(bt: pd.DataFrame, methods) -> tuple[str, dict[str, float]]:
@@ -136,6 +151,8 @@ def _bootstrap_sd(checkpoints: pd.DataFrame, cols: TaskColumns, method: str, res
     resample (step 2 held), or the single-step law refitted per resample."""
     fin = finals(checkpoints)
     rng = np.random.default_rng(seed)
+    if method == "paper_two_step":
+        return paper_bootstrap_sd(checkpoints, result, N, D, n_resamples, seed)
     if method == "single_step":
         preds = []
         runs = fin["run"].to_numpy()
@@ -193,7 +210,7 @@ def forecast_task(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: flo
                 "per_decade": pdec, "decades": distance, "n_resamples": n_resamples}
     if method != "single_step":
         forecast["loss"] = float(result.model().loss(N, D))
-    choice = {"method": method, "mae": mae, "backtest": "largest size's runs predicted from the smaller sizes",
+    choice = {"method": method, "mae": mae, "backtest": "largest size's runs predicted from the smallest cut's sizes",
               "coverage": backtest_coverage(mine, scatter, level)}
     return result.with_(diagnostics={**result.diagnostics, "method": method, "forecast": forecast,
                                      "choice": choice, "backtest": bt.to_dict(orient="records")})

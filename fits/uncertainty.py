@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from fits.defaults import DEFAULT_LEVEL
+from fits.laws.registry import law_entry, resample_function
 from fits.lbfgs import minimize_batched
 from fits.result import FitResult
 from fits.runs import as_runs, fit, n_of, predict_with
@@ -97,50 +98,11 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
     _require_residual_freedom(runs, base, law, n_conf)
     W_conf = resample_weights(n_conf, n_resamples, seed)
     W = W_conf[:, index]  # every run of a drawn configuration, as often as it was drawn
-    L = runs["loss"].to_numpy(float)
-    if law == "chinchilla":
-        from fits import chinchilla as ch
-
-        # Each resample's weights sum to the number of configurations, not of runs: the objective's
-        # scale, and so where the optimiser stops, is then the same with one seed per configuration or
-        # ten (a table of single runs is unchanged: its rows already sum to that).
-        W = W * (n_conf / W.sum(axis=1, keepdims=True))
-        logN, logD, logL = np.log(n_of(runs, base.config.get("use_active", True))), np.log(runs["tokens"]), np.log(L)
-        logN, logD = np.asarray(logN, float), np.asarray(logD, float)
-
-        def objective(X, weights):
-            return ch.objective(X, logN, logD, logL, weights)
-
-        def theta_of(p):
-            return np.array([np.log(p["A"]), np.log(p["B"]), np.log(p["E"]), p["alpha"], p["beta"]])
-
-        X, _, conv = _batched_bootstrap(objective, _candidates(base, theta_of), W, n_refine)
-        laws = [ch.ChinchillaLaw.from_theta(x).params() for x in X]
-    elif law == "compute":
-        from fits import compute as cp
-
-        logC = np.log(runs["flops"].to_numpy(float))
-        pin = base.config.get("pin_E")
-        pin_e = None if pin is None else float(np.log(pin))
-        # As in the fit: one point per budget at its runs' mean log loss, weighted by their count,
-        # centred on the budgets' mean log compute.
-        budgets, at, counts = np.unique(logC, return_inverse=True, return_counts=True)
-        centre = float(budgets.mean())
-        logL_budget = np.bincount(at, weights=np.log(L)) / counts
-        W = W @ np.eye(budgets.size)[at]  # resampled runs per budget
-        W *= budgets.size / W.sum(axis=1, keepdims=True)  # the fit's weights, relative to their mean
-
-        def objective(X, weights):
-            return cp._objective(X, budgets - centre, logL_budget, pin_e, weights)
-
-        def theta_of(p):
-            a = np.log(p["A"]) - p["alpha"] * centre
-            return np.array([a, p["alpha"]]) if pin_e is not None else np.array([a, np.log(p["E"]), p["alpha"]])
-
-        X, _, conv = _batched_bootstrap(objective, _candidates(base, theta_of), W, n_refine)
-        laws = [cp.law_from_theta(x, centre, pin_e).params() for x in X]
+    batched = resample_function(law)
+    if batched is not None:
+        laws, conv = batched(runs, base, W, n_conf, n_refine)
     else:
-        # IsoFLOP is closed form per resample: a loop of cheap least-squares fits.
+        # e.g. IsoFLOP, closed form per resample: a loop of cheap least-squares fits.
         laws, conv = [], []
         for w in W:
             idx = np.repeat(np.arange(len(runs)), w.astype(int))
@@ -163,18 +125,68 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
 
 def _require_residual_freedom(runs: pd.DataFrame, base: FitResult, law: str, n_conf: int) -> None:
     free = [k for k in base.params if not (k == "E" and base.config.get("pin_E") is not None)]
-    if law == "compute":
+    entry = law_entry(law)
+    if entry.units == "budgets":
         units, what = int(np.unique(runs["flops"].to_numpy(float)).size), "compute budgets"
-    elif law == "chinchilla":
+    elif entry.units == "configurations":
         units, what = n_conf, "(N, D) configurations"
     else:
-        return  # isoFLOP fits per budget; a resample that loses a budget is skipped, not refit
+        return  # e.g. isoFLOP fits per budget; a resample that loses a budget is skipped, not refit
     if units > len(free):
         return
-    hint = " or pin E (--pin-E / pin_E=)" if law == "compute" and "E" in free else ""
+    hint = " or pin E (--pin-E / pin_E=)" if entry.pin_E and "E" in free else ""
     raise ValueError(f"{units} {what} for the {law} law's {len(free)} free parameters ({', '.join(free)}) "
                      "leave no residual: every resample is interpolated exactly, so a bootstrap cannot "
                      f"measure how uncertain they are; add runs at more {what.split(' (')[0]}{hint}")
+
+
+def resample_chinchilla(runs: pd.DataFrame, base: FitResult, W: np.ndarray, n_conf: int, n_refine: int):
+    """Every resample's Chinchilla refit at once (the registry's `resample` for chinchilla)."""
+    from fits import chinchilla as ch
+
+    # Each resample's weights sum to the number of configurations, not of runs: the objective's
+    # scale, and so where the optimiser stops, is then the same with one seed per configuration or
+    # ten (a table of single runs is unchanged: its rows already sum to that).
+    W = W * (n_conf / W.sum(axis=1, keepdims=True))
+    L = runs["loss"].to_numpy(float)
+    logN, logD, logL = np.log(n_of(runs, base.config.get("use_active", True))), np.log(runs["tokens"]), np.log(L)
+    logN, logD = np.asarray(logN, float), np.asarray(logD, float)
+
+    def objective(X, weights):
+        return ch.objective(X, logN, logD, logL, weights)
+
+    def theta_of(p):
+        return np.array([np.log(p["A"]), np.log(p["B"]), np.log(p["E"]), p["alpha"], p["beta"]])
+
+    X, _, conv = _batched_bootstrap(objective, _candidates(base, theta_of), W, n_refine)
+    return [ch.ChinchillaLaw.from_theta(x).params() for x in X], conv
+
+
+def resample_compute(runs: pd.DataFrame, base: FitResult, W: np.ndarray, n_conf: int, n_refine: int):
+    """Every resample's compute-law refit at once (the registry's `resample` for compute)."""
+    from fits import compute as cp
+
+    L = runs["loss"].to_numpy(float)
+    logC = np.log(runs["flops"].to_numpy(float))
+    pin = base.config.get("pin_E")
+    pin_e = None if pin is None else float(np.log(pin))
+    # As in the fit: one point per budget at its runs' mean log loss, weighted by their count,
+    # centred on the budgets' mean log compute.
+    budgets, at, counts = np.unique(logC, return_inverse=True, return_counts=True)
+    centre = float(budgets.mean())
+    logL_budget = np.bincount(at, weights=np.log(L)) / counts
+    W = W @ np.eye(budgets.size)[at]  # resampled runs per budget
+    W *= budgets.size / W.sum(axis=1, keepdims=True)  # the fit's weights, relative to their mean
+
+    def objective(X, weights):
+        return cp._objective(X, budgets - centre, logL_budget, pin_e, weights)
+
+    def theta_of(p):
+        a = np.log(p["A"]) - p["alpha"] * centre
+        return np.array([a, p["alpha"]]) if pin_e is not None else np.array([a, np.log(p["E"]), p["alpha"]])
+
+    X, _, conv = _batched_bootstrap(objective, _candidates(base, theta_of), W, n_refine)
+    return [cp.law_from_theta(x, centre, pin_e).params() for x in X], conv
 
 
 def calibrated_interval(result: FitResult, points, level: float = DEFAULT_LEVEL) -> pd.DataFrame:

@@ -21,7 +21,11 @@ class LawEntry:
     (empty when they depend on the data, e.g. one set per domain). fit / build: "module:function";
     build(params, config) returns the law object with .predict. inputs: what predict takes.
     min_points: the fewest points a fit takes. min_rungs: the fewest rung sizes a ladder fits it on
-    (final-loss laws only)."""
+    (final-loss laws only). pin_E: E can be held at a given value (fit.pin_E, --pin-E). resample:
+    "module:function" that refits a batch of bootstrap resamples at once (runs, base, weights, n_conf,
+    n_refine) -> (params per resample, converged); None: the law's own fit per resample. units: what a
+    resample must keep more of than the law has free parameters ("budgets": distinct compute,
+    "configurations": distinct (N, D)); None: not checked (a resample that cannot be fit is skipped)."""
 
     name: str
     kind: str
@@ -32,6 +36,9 @@ class LawEntry:
     min_points: int
     min_rungs: int | None = None
     description: str = ""
+    pin_E: bool = False
+    resample: str | None = None
+    units: str | None = None
 
 
 def _entries() -> tuple[LawEntry, ...]:
@@ -40,11 +47,13 @@ def _entries() -> tuple[LawEntry, ...]:
     ts = ("L0", "A", "alpha", "C")
     return (
         LawEntry("chinchilla", "point", cc, "fits.chinchilla:fit_chinchilla", "fits.laws.registry:_chinchilla",
-                 ("N", "D"), 5, 3, "L(N, D) = E + A / N^alpha + B / D^beta"),
+                 ("N", "D"), 5, 3, "L(N, D) = E + A / N^alpha + B / D^beta",
+                 resample="fits.uncertainty:resample_chinchilla", units="configurations"),
         LawEntry("chinchilla_tied", "final", ("E", "A", "B", "alpha"), "fits.chinchilla_tied:fit_chinchilla_tied",
                  "fits.laws.registry:_chinchilla_tied", ("N", "D"), 4, 2, "Chinchilla with beta = alpha"),
         LawEntry("compute", "point", ("E", "A", "alpha"), "fits.compute:fit_compute", "fits.laws.registry:_compute",
-                 ("C",), 3, 3, "L(C) = E + A C^-alpha"),
+                 ("C",), 3, 3, "L(C) = E + A C^-alpha", pin_E=True, resample="fits.uncertainty:resample_compute",
+                 units="budgets"),
         LawEntry("compute_domains", "final", (), "fits.domains:fit_compute_domains",
                  "fits.laws.domains:DomainSumLaw.from_params", ("C",), 3, 3,
                  "sum over eval domains of w_d (E_d + A_d C^-alpha_d)"),
@@ -116,6 +125,17 @@ def _load(path: str):
 
 def fit_function(name: str):
     return _load(law_entry(name).fit)
+
+
+def resample_function(name: str):
+    """The law's batched bootstrap refit, or None when each resample is refitted by its own fit."""
+    path = law_entry(name).resample
+    return _load(path) if path else None
+
+
+def in_compute(name: str) -> bool:
+    """Whether the law predicts from compute C alone (not from N and D)."""
+    return law_entry(name).inputs == ("C",)
 
 
 def build_law(name: str, params: dict[str, float], config: dict[str, Any] | None = None):

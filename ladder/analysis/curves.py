@@ -19,15 +19,16 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from fits.laws.registry import in_compute
 from ladder.analysis.runs import rung_curve, smooth, tail_loss
 from ladder.outputs import layout
 from ladder.spec import RungSpec
 
 
 def _law_at(result, n: float, tokens: np.ndarray, flops_per_token: float) -> np.ndarray:
-    if result.law == "chinchilla":
-        return result.model().predict(np.full_like(tokens, n, dtype=float), tokens)
-    return result.model().predict(tokens * flops_per_token)
+    if in_compute(result.law):
+        return result.model().predict(tokens * flops_per_token)
+    return result.model().predict(np.full_like(tokens, n, dtype=float), tokens)
 
 
 def _final_rung_curves(points: pd.DataFrame, dep_dirs: dict[str, str], names=None):

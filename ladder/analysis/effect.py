@@ -15,6 +15,7 @@ import math
 import pandas as pd
 
 from fits.errors import InputError
+from fits.laws.registry import law_entry
 from ladder.outputs import layout
 from ladder.spec import LadderSpec, RungSpec, to_dict
 
@@ -94,7 +95,7 @@ def analyse_pair(spec_a: LadderSpec, spec_b: LadderSpec, level: float, n_draws: 
     if hero_a is not None and hero_b is not None:
         heroes = (float(hero_a["final_eval_loss"]), float(hero_a["flops"]), float(hero_b["final_eval_loss"]),
                   float(hero_b["flops"]))
-    pin_E = spec_a.fit.pin_E if spec_a.fit.law == "compute" else None
+    pin_E = spec_a.fit.pin_E if law_entry(spec_a.fit.law).pin_E else None
     doc = analyse(a, b, hero_flops=hero_flops, heroes=heroes, prior_a=prior_sigma(float(a["tokens"].max())),
                   prior_b=prior_sigma(float(b["tokens"].max())), pin_E=pin_E, level=level, n_draws=n_draws)
     return {**doc, "ladders": {"a": spec_a.name, "b": spec_b.name}}

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits.laws.registry import final_law_min_rungs, in_compute, law_entry
 from ladder.analysis.runs import DOMAIN_LOSS, DOMAIN_WEIGHT, domain_columns
 from ladder.spec import FitSpec, RungSpec
 from ladder.spec.runs import FINAL_LAW_MIN_RUNGS
 
-COMPUTE_LAWS = ("compute", "compute_domains")  # laws in C alone, fitted on final losses only
+COMPUTE_LAWS = tuple(n for n in final_law_min_rungs() if in_compute(n))  # laws in C alone, fitted on final losses only
 
 
 def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None = None, n_polish: int = 4):
@@ -22,7 +23,7 @@ def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None 
 
     if fit.law == "compute":
         finals = points[points["kind"] == "final"]
-        return fits.fit(finals[["params", "tokens", "flops", "loss"]], "compute", pin_E=fit.pin_E)
+        return fits.fit(finals[["params", "tokens", "flops", "loss"]], fit.law, pin_E=fit.pin_E)
     if fit.law == "compute_domains":
         return fit_per_domain(points[points["kind"] == "final"])
     if fit.law == "chinchilla_tied":
@@ -53,16 +54,16 @@ def _bootstrap_starts(base, fit: FitSpec) -> np.ndarray | None:
         return None
     p = base.params
     theta = np.array([math.log(max(p["A"], 1e-30)), math.log(max(p["B"], 1e-30)), math.log(max(p["E"], 1e-30)), p["alpha"]]
-                     + ([] if fit.law == "chinchilla_tied" else [p["beta"]]))
+                     + ([p["beta"]] if "beta" in law_entry(fit.law).params else []))
     rng = np.random.default_rng(0)
     jitter = rng.normal(0.0, 1.0, (3, theta.size)) * np.array([2.0, 2.0, 0.5] + [0.1] * (theta.size - 3))
     return np.vstack([theta, theta + jitter])
 
 
 def law_predict(result, params: float, tokens: float, flops: float) -> float:
-    if result.law == "chinchilla":
-        return float(result.model().predict(np.array([params]), np.array([tokens]))[0])
-    return float(result.model().predict(np.array([flops]))[0])
+    if in_compute(result.law):
+        return float(result.model().predict(np.array([flops]))[0])
+    return float(result.model().predict(np.array([params]), np.array([tokens]))[0])
 
 
 def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int = 0) -> list[dict[str, float]]:
@@ -76,8 +77,9 @@ def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int =
     sizes = list(by_size)
     rng = np.random.default_rng(seed)
     starts = _bootstrap_starts(base, fit)
-    # The compute law's fit depends on a resample's multiset of sizes alone, bit for bit (each budget
-    # enters as its mean log loss, summed in the same order whatever the sizes' order), so a repeated
+    # A law fitted on one point per budget (the registry's units "budgets": the compute law) depends on a
+    # resample's multiset of sizes alone, bit for bit (each budget enters as its mean log loss, summed in
+    # the same order whatever the sizes' order), so a repeated
     # multiset reuses its refit: 5 sizes have only 126 multisets, so a few hundred resamples repeat many
     # (the fit.json is byte-identical either way).
     refits: dict[object, dict[str, float] | None] = {}
@@ -86,7 +88,7 @@ def bootstrap_fits(points: pd.DataFrame, fit: FitSpec, base, n: int, seed: int =
         pick = rng.choice(sizes, size=len(sizes), replace=True)
         if len(set(pick)) < min_rungs(fit):
             continue
-        key = tuple(sorted(pick.tolist())) if fit.law == "compute" else object()  # object(): never reused
+        key = tuple(sorted(pick.tolist())) if law_entry(fit.law).units == "budgets" else object()  # object(): never reused
         if key not in refits:
             sample = pd.concat([by_size[p] for p in pick], ignore_index=True)
             try:
@@ -146,10 +148,10 @@ def exactly_determined(points: pd.DataFrame, fit: FitSpec) -> str | None:
     """What the data cannot pin when the final-loss law has as many free parameters as distinct points, else None."""
     finals = points[points["kind"] == "final"]
     if fit.law in COMPUTE_LAWS:
-        free = ["A", "alpha"] + ([] if fit.pin_E is not None and fit.law == "compute" else ["E"])
+        free = ["A", "alpha"] + ([] if fit.pin_E is not None and law_entry(fit.law).pin_E else ["E"])
         units, what = int(finals["flops"].nunique()), "compute budgets"
     else:
-        free = ["A", "B", "E", "alpha"] + ([] if fit.law == "chinchilla_tied" else ["beta"])
+        free = [k for k in ("A", "B", "E", "alpha", "beta") if k in law_entry(fit.law).params]
         units, what = int(points[["params", "tokens"]].drop_duplicates().shape[0]), "(N, D) points"
     if units > len(free):
         return None

@@ -113,8 +113,8 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
     cols = TaskColumns(task=task, loss=BPB + task, acc=ACC + task, chance=chance if chance is not None else 0.0,
                        intermediate="loss")
     methods = methods_for(cols)
-    if chance is None:  # the bounded sigmoids need the floor: the paper's free sigmoid alone
-        methods = ("two_step",)
+    if chance is None:  # the bounded sigmoids need the floor: the paper's free sigmoids alone
+        methods = ("paper_two_step", "two_step")
     if not has_bpb:  # no task loss recorded: only the laws that skip it
         methods = tuple(m for m in methods if m in ("single_step", "intermediate_chain"))
     result = forecast_task(points, cols, float(hero["params"]), float(hero["tokens"]), level=level, methods=methods,
@@ -139,9 +139,10 @@ def _code_digest() -> str:
     import fits.laws.tasks
     import fits.tasks
     import fits.tasks_forecast
+    import fits.tasks_paper
 
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    for module in (fits.laws.tasks, fits.tasks, fits.tasks_forecast):
+    for module in (fits.laws.tasks, fits.tasks, fits.tasks_forecast, fits.tasks_paper):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -149,7 +150,22 @@ def _code_digest() -> str:
 def hero_actuals(hero_dir: str | None, k: int) -> dict[str, float]:
     """The hero's task metrics (task_acc/*, task_bpb/*) and eval loss (as `loss`, the points' name for
     it): each the mean of its last k evals that have it."""
-    ev = layout.read_jsonl(Path(hero_dir) / layout.EVAL) if hero_dir else pd.DataFrame()
+    return _last_evals(layout.read_jsonl(Path(hero_dir) / layout.EVAL) if hero_dir else pd.DataFrame(), k)
+
+
+def imported_hero_actuals(imported_dir: Path, k: int) -> dict[str, float]:
+    """The same for a hero recorded elsewhere: the first imported run named hero* (`ladder follow` and
+    `import-wandb --as hero_actual` write its rows to imported/<name>/metrics.jsonl), so a followed hero's
+    task scores refresh as its evals arrive."""
+    names = sorted(d.name for d in imported_dir.iterdir() if d.is_dir()) if imported_dir.is_dir() else []
+    for name in (n for n in names if n.startswith("hero")):
+        out = _last_evals(layout.read_jsonl(imported_dir / name / layout.METRICS), k)
+        if any(c.startswith(ACC) for c in out):
+            return out
+    return {}
+
+
+def _last_evals(ev: pd.DataFrame, k: int) -> dict[str, float]:
     if "step" in ev.columns:
         ev = ev.sort_values("step", kind="stable")
     out = {}
@@ -175,7 +191,10 @@ def add_tasks(report: dict, prediction: dict, dep_dirs: dict[str, str], config: 
         return
     level = float(hero.get("level") or config.get("level") or 0.9)
     rows = forecasts(points, hero, settings, level, Path(predict_dir).parent / "tasks")
-    actual = hero_actuals(dep_dirs.get(config.get("hero") or ""), int(settings.get("hero_task_evals", 1)))
+    k = int(settings.get("hero_task_evals", 1))
+    actual = hero_actuals(dep_dirs.get(config.get("hero") or ""), k)
+    if not any(c.startswith(ACC) for c in actual):  # no hero trained or imported as a step: one followed or imported elsewhere
+        actual = imported_hero_actuals(Path(predict_dir).parent / "imported", k)
     for r in rows:
         a = actual.get(ACC + r["task"])
         if a is not None and r["predicted"] is not None:

@@ -17,7 +17,7 @@ import math
 
 import click
 
-from fits.laws.registry import law_names
+from fits.laws.registry import in_compute, law_entry, law_names
 from ladder.cli.options import example, json_option, level_option
 
 POINT_LAWS = law_names("point")
@@ -48,7 +48,7 @@ def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, level, as_json, out):
     from fits.io import InputError, write_text_atomic
     from fits.result import band_method
 
-    if pin_e is not None and law != "compute":
+    if pin_e is not None and not law_entry(law).pin_E:
         raise InputError("--pin-E applies to --law compute only; drop it or use --law compute")
     runs = fits.read_runs(runs_csv, min_points=_min_points(law, pin_e))
     try:
@@ -166,8 +166,8 @@ def _points(res, n_params, tokens, flops, points):
     if points:
         pts = read_points(points)
     elif flops is not None and n_params is None and tokens is None:
-        if res.law == "chinchilla":
-            raise InputError("a chinchilla fit needs --params and --tokens, not --flops")
+        if not in_compute(res.law):
+            raise InputError(f"a {res.law} fit needs --params and --tokens, not --flops")
         if not (math.isfinite(flops) and flops > 0):
             raise InputError(f"--flops {flops} must be a finite positive number")
         pts = pd.DataFrame({"flops": [flops], "params": [np.nan], "tokens": [np.nan]})

@@ -116,10 +116,11 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
                 f"points, {summary['within_2_points']} within 2 points, {summary['inside_interval']} inside their "
                 f"{summary['level']:.0%} intervals (mean half-width {summary['mean_half_width_points']:.1f} points).</p>")
     body = (head + "<p class='muted'>Each task's method is chosen on the rungs alone: the largest size's runs predicted "
-            "from the smaller sizes' (mean |error| in accuracy points per method). The band adds the runs' bootstrap "
+            "from the smallest cut's sizes, the farthest backtest the rungs allow (mean |error| in accuracy points per "
+            "method). The band adds the runs' bootstrap "
             "(step 1), the checkpoints' scatter about the sigmoid (step 2) and the backtests' error per decade of N "
             "at the hero's distance.</p>" + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
-    return f"<section id='tasks'><h2>Task accuracy forecasts ({len(rows)} tasks)</h2>{body}</section>", figs
+    return f"<section id='tasks'><h2>Task accuracy forecasts ({_count(rows)})</h2>{body}</section>", figs
 
 
 def lines(rep: dict) -> list[str]:
@@ -127,7 +128,7 @@ def lines(rep: dict) -> list[str]:
     rows = rep.get("tasks") or []
     if not rows:
         return []
-    out = ["", f"task accuracy ({len(rows)} tasks; method chosen by backtest on the rungs: the largest size from the smaller)"]
+    out = ["", f"task accuracy ({_count(rows)}; method chosen by backtest on the rungs: the largest size from the smallest cut)"]
     for r in rows:
         if r.get("predicted") is None:
             out.append(f"  {r['task']:<14} no forecast: {r.get('note')}")
@@ -145,3 +146,7 @@ def lines(rep: dict) -> list[str]:
                    f"within 2 points, {s['inside_interval']} inside their {s['level']:.0%} intervals "
                    f"(mean half-width {s['mean_half_width_points']:.1f} points)")
     return out
+
+
+def _count(rows: list) -> str:
+    return f"{len(rows)} task{'' if len(rows) == 1 else 's'}"

@@ -9,7 +9,7 @@ import pytest
 
 from fits.errors import InputError
 from fits.laws.chinchilla import ChinchillaLaw
-from fits.laws.registry import REGISTRY, build_law, law_entry, law_names
+from fits.laws.registry import REGISTRY, build_law, in_compute, law_entry, law_names, resample_function
 from fits.laws.tasks import BoundedSigmoidLaw
 from fits.olmo_tasks import MMLU_WEIGHTS, OLMO_TASKS, olmo_metrics
 from fits.result import FitResult
@@ -64,8 +64,8 @@ def test_the_paper_s_free_sigmoid_has_four_parameters_and_fits_the_points():
 def test_method_choice_uses_only_the_rungs():
     """The target enters only the prediction: two far-apart targets get one choice, one backtest."""
     pts = ladder()
-    a = forecast_task(pts, COLS, 4e9, 1e12, n_resamples=20)
-    b = forecast_task(pts, COLS, 2e10, 6e12, n_resamples=20)
+    a = forecast_task(pts, COLS, 4e9, 1e12, n_resamples=10)
+    b = forecast_task(pts, COLS, 2e10, 6e12, n_resamples=10)
     assert a.diagnostics["method"] == b.diagnostics["method"]
     assert a.diagnostics["choice"]["mae"] == b.diagnostics["choice"]["mae"]
     assert a.diagnostics["backtest"] == b.diagnostics["backtest"]
@@ -80,9 +80,10 @@ def test_method_choice_uses_only_the_rungs():
 def test_backtests_predict_the_largest_sizes_from_the_smaller():
     pts = ladder()
     bt = backtest(pts, COLS)
-    primary = bt[bt["primary"]]
-    assert set(primary["params"]) == {8e8} and (primary["cut"] == 4e8).all()
-    assert set(bt["method"]) == {"two_step", "two_step_bounded", "single_step", "intermediate_chain"}
+    primary = bt[bt["primary"]]  # the farthest: the largest size from the smallest cut
+    assert set(primary["params"]) == {8e8} and (primary["cut"] == 2e8).all()
+    assert set(bt["cut"]) == {2e8, 4e8}
+    assert set(bt["method"]) == {"paper_two_step", "two_step", "two_step_bounded", "single_step", "intermediate_chain"}
     assert (bt["decades"] > 0).all()
     fin = finals(pts).set_index("run")
     assert np.allclose(bt["actual"], fin.loc[bt["run"], COLS.acc].to_numpy())
@@ -105,6 +106,11 @@ def test_every_law_is_registered_once_and_rebuilds():
     assert float(law.predict(0.95)) == pytest.approx(0.625)
     with pytest.raises(ValueError, match="unknown law 'nope'"):
         law_entry("nope")
+    # what the analysis and the bootstrap used to match by name, they now read here
+    assert in_compute("compute") and in_compute("compute_domains") and not in_compute("chinchilla_tied")
+    assert law_entry("compute").pin_E and not law_entry("chinchilla").pin_E
+    assert resample_function("isoflop") is None and resample_function("chinchilla").__name__ == "resample_chinchilla"
+    assert law_entry("compute").units == "budgets" and law_entry("chinchilla").units == "configurations"
 
 
 def test_olmo_columns_weight_mmlu_and_name_a_missing_column():

@@ -20,6 +20,11 @@ LADDER = str(Path(sys.executable).parent / "ladder")
 SPEC = str(REPO / "experiments" / "olmo_7b.py")
 DATA = REPO / "fits" / "reference_data" / "olmo_ladder"
 TASKS = ("mmlu", "hellaswag", "arc_challenge", "arc_easy", "piqa", "csqa", "socialiqa", "openbookqa")
+# The end-to-end case carries two of the eight (a 4-choice and a 2-choice task) and a 10-resample bootstrap:
+# the commands' path is the same for every task, and tests/fits/test_tasks_paper.py and test_tasks.py cover
+# all eight and the methods in pure fits, so the suite's slowest setup does not fit eight tasks twice over.
+E2E_TASKS = ("arc_challenge", "piqa")
+E2E_SET = ("--set", f"fit.forecast_tasks={list(E2E_TASKS)}", "--set", "fit.bootstrap=10")
 FIELDS = ("task", "predicted", "lower", "upper", "level", "actual", "method", "backtest")
 
 
@@ -35,18 +40,18 @@ def report(tmp_path_factory) -> tuple[dict, Path]:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["kind"] == "curves" and len(doc["names"]) == 17  # 16 rungs and the hero
-    proc = run_cli("submit", SPEC, "--root", str(root), "--no-progress", "--wandb", "disabled")
+    proc = run_cli("submit", SPEC, "--root", str(root), "--no-progress", "--wandb", "disabled", *E2E_SET)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]  # the gate of a hero trained elsewhere is advisory
-    proc = run_cli("report", SPEC, "--root", str(root), "--json")
+    proc = run_cli("report", SPEC, "--root", str(root), "--json", *E2E_SET)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout), root
 
 
-@pytest.mark.slow  # 16 imported rungs through Ray, and 8 tasks' backtests and bootstraps in the report step
+@pytest.mark.slow  # 16 imported rungs through Ray, and two tasks' backtests and bootstraps in the report step
 def test_the_report_carries_one_row_per_task_with_its_method_and_backtest(report):
     rep, root = report
     rows = {r["task"]: r for r in rep["tasks"]}
-    assert set(rows) == set(TASKS)
+    assert set(rows) == set(E2E_TASKS)
     for r in rows.values():
         assert set(FIELDS) <= set(r)
         assert 0.0 <= r["lower"] <= r["predicted"] <= r["upper"] <= 1.0 and r["level"] == 0.9
@@ -54,13 +59,14 @@ def test_the_report_carries_one_row_per_task_with_its_method_and_backtest(report
         assert r["backtest"]["mae_by_method"][r["method"]] == min(v for v in r["backtest"]["mae_by_method"].values()
                                                                   if v == v)
         assert set(r["backtest"]["predict"]) == {"1B-1xC", "1B-2xC", "1B-5xC", "1B-10xC"}  # the largest size
-        assert "1B-10xC" not in r["backtest"]["fit_on"]
+        # from the smallest cut: the farthest backtest the rungs allow
+        assert {x.split("-")[0] for x in r["backtest"]["fit_on"]} == {"190M", "370M"}
         assert 0.2 < r["actual"] < 0.95  # the hero's anneal row, imported with it
         assert r["error"] == pytest.approx(100 * (r["predicted"] - r["actual"]))
     s = rep["tasks_summary"]
-    assert s["scored"] == 8 and s["within_2_points"] <= 8 and s["inside_interval"] <= 8
+    assert s["scored"] == 2 and s["within_2_points"] <= 2 and s["inside_interval"] <= 2
     html = next(root.glob("olmo_7b/report-*/report.html")).read_text()
-    assert "Task accuracy forecasts (8 tasks)" in html and "f-task-arc-challenge" in html
+    assert "Task accuracy forecasts (2 tasks)" in html and "f-task-arc-challenge" in html
 
 
 def test_a_metric_column_missing_from_an_import_is_one_line_and_writes_nothing(tmp_path):

@@ -316,7 +316,7 @@ RENDER.fit = function (d) {
   }
   const law = d.law || {};
   const p = law.params || {};
-  const formula = law.law === "compute" && p.E !== undefined
+  const formula = law.compute_law && p.E !== undefined
     ? `L(C) = ${fmt(p.E)} + ${fmt(p.A)} · C<sup>−${fmt(p.alpha)}</sup>` : esc(law.law || "");
   const h = d.hero;
   const kv = `<div class="kv">
