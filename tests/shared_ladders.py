@@ -1,6 +1,7 @@
 """The ladders the suite trains once and shares, built through the real CLI (real Ray, JAX, fits).
 
-- smoke: experiments/smoke.py submitted (W&B offline), what the e2e, dashboard and report tests read;
+- smoke: experiments/smoke.py submitted (W&B offline), what the e2e, dashboard and report tests read, the S3
+  test's first three rungs and the gang tests' one-process losses (its hero);
 - isoflop: experiments/smoke_isoflop.py planned before its sweep, submitted, planned again and reported.
 
 tests/conftest.py starts the ones a session's tests need in one background process as soon as the

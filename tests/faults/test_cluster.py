@@ -30,10 +30,12 @@ from conftest import (
 pytestmark = pytest.mark.slow
 
 # rung_1 is killed mid-run, after its first checkpoint, and all it trains after the kill is time the
-# test waits: 8000 steps, checkpointed every 400. Measured on the loaded 2-core machine: rung_1 ran at
-# about 410 steps/s and the node went down at step 2800-3200 (kill-node takes seconds there), a third
-# of the way in. (It was 20 000 steps, checkpointed every 1000: the test took 372 s, now 150 s.)
-R1_STEPS = 8_000
+# test waits: 4000 steps, checkpointed every 400. Its worker is frozen (SIGSTOP) the poll after its first
+# checkpoint shows, before kill-node's seconds, so what it trains before the kill is the first checkpoint
+# and one poll's worth (under a hundred steps at the 410 steps/s measured on the loaded 2-core machine):
+# 3600 steps are left to land in. (It was 8000 while kill-node ran with rung_1 still training, and the node
+# went down at step 2800-3200; 20 000 before that.)
+R1_STEPS = 4_000
 
 
 @pytest.fixture
