@@ -15,10 +15,26 @@ def _errors(rows: list[dict], key: str, lo: str, hi: str) -> dict:
             "arrayminus": [r[key] - r[lo] for r in rows], "color": EFFECT}
 
 
+def _points(effect: dict, key: str, lo: str, hi: str, measured_name: str) -> list[dict]:
+    """The per-size points of `key` with their bands, the hero's predicted one and the heroes' measured one."""
+    rows, hero, measured = effect["per_size"], effect.get("at_hero"), effect.get("heroes")
+    data = [{"x": [r["flops_b"] for r in rows], "y": [r[key] for r in rows], "mode": "markers",
+             "marker": {"color": EFFECT, "size": 9}, "text": [r["size"] for r in rows], "name": "per size",
+             "error_y": _errors(rows, key, lo, hi)}]
+    if hero:
+        data.append({"x": [hero["flops"]], "y": [hero[key]], "mode": "markers", "name": "at the hero (predicted)",
+                     "marker": {"color": TREND, "size": 11, "symbol": "diamond"},
+                     "error_y": _errors([hero], key, lo, hi) | {"color": TREND}})
+    if measured and hero:
+        data.append({"x": [hero["flops"]], "y": [measured[key]], "mode": "markers", "name": measured_name,
+                     "marker": {"color": HERO, "size": 11, "symbol": "x"}})
+    return data
+
+
 def multiplier_figure(effect: dict) -> dict:
     """Per-size multipliers with their bands, the trend's line and band out to the hero, the hero's
     predicted multiplier and the heroes' measured one."""
-    rows, curve = effect["per_size"], effect["trend"]["curve"]
+    curve = effect["trend"]["curve"]
     data = figures._band([c["flops"] for c in curve], [c["lower"] for c in curve], [c["upper"] for c in curve],
                          "trend band", "rgba(214,39,40,0.15)", "trend")
     data.append({"x": [c["flops"] for c in curve], "y": [c["multiplier"] for c in curve], "mode": "lines",
@@ -28,17 +44,7 @@ def multiplier_figure(effect: dict) -> dict:
         data.append({"x": [hero["flops"], hero["flops"]], "y": [hero["pair_lower"], hero["pair_upper"]],
                      "mode": "lines", "line": {"color": TREND, "width": 1, "dash": "dot"},
                      "name": "one pair of heroes (their own luck too)"})
-    data.append({"x": [r["flops_b"] for r in rows], "y": [r["multiplier"] for r in rows], "mode": "markers",
-                 "marker": {"color": EFFECT, "size": 9}, "text": [r["size"] for r in rows], "name": "per size",
-                 "error_y": _errors(rows, "multiplier", "lower", "upper")})
-    if hero:
-        data.append({"x": [hero["flops"]], "y": [hero["multiplier"]], "mode": "markers", "name": "at the hero (predicted)",
-                     "marker": {"color": TREND, "size": 11, "symbol": "diamond"},
-                     "error_y": _errors([hero], "multiplier", "lower", "upper") | {"color": TREND}})
-    measured = effect.get("heroes")
-    if measured and hero:
-        data.append({"x": [hero["flops"]], "y": [measured["multiplier"]], "mode": "markers", "name": "heroes (measured)",
-                     "marker": {"color": HERO, "size": 11, "symbol": "x"}})
+    data += _points(effect, "multiplier", "lower", "upper", "heroes (measured)")
     lay = figures._layout("B's compute (FLOPs)", "compute-equivalent multiplier (>1: B better)",
                           yaxis={"type": "log"},
                           shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
@@ -48,19 +54,7 @@ def multiplier_figure(effect: dict) -> dict:
 
 def delta_figure(effect: dict) -> dict:
     """Per-size loss differences with their bands, the hero's predicted difference and the heroes' actual one."""
-    rows = effect["per_size"]
-    data = [{"x": [r["flops_b"] for r in rows], "y": [r["delta"] for r in rows], "mode": "markers",
-             "marker": {"color": EFFECT, "size": 9}, "text": [r["size"] for r in rows], "name": "per size",
-             "error_y": _errors(rows, "delta", "delta_lower", "delta_upper")}]
-    hero = effect.get("at_hero")
-    if hero:
-        data.append({"x": [hero["flops"]], "y": [hero["delta"]], "mode": "markers", "name": "at the hero (predicted)",
-                     "marker": {"color": TREND, "size": 11, "symbol": "diamond"},
-                     "error_y": _errors([hero], "delta", "delta_lower", "delta_upper") | {"color": TREND}})
-    measured = effect.get("heroes")
-    if measured and hero:
-        data.append({"x": [hero["flops"]], "y": [measured["delta"]], "mode": "markers", "name": "heroes (actual)",
-                     "marker": {"color": HERO, "size": 11, "symbol": "x"}})
+    data = _points(effect, "delta", "delta_lower", "delta_upper", "heroes (actual)")
     lay = figures._layout("B's compute (FLOPs)", "final loss, B minus A (<0: B better)",
                           shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
                                    "line": {"color": "#888", "dash": "dot", "width": 1}}])
