@@ -133,6 +133,14 @@ def resample_function(name: str):
     return _load(path) if path else None
 
 
+def is_power_law_in_compute(name: str | None) -> bool:
+    """Whether the law is E + A C^-alpha (the curve the dashboard draws); an unnamed law is the old compute fit."""
+    if name is None:
+        return True
+    entry = REGISTRY.get(name)
+    return entry is not None and entry.inputs == ("C",) and set(entry.params) == {"E", "A", "alpha"}
+
+
 def in_compute(name: str) -> bool:
     """Whether the law predicts from compute C alone (not from N and D)."""
     return law_entry(name).inputs == ("C",)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fits.laws.registry import is_power_law_in_compute
 from ladder.dashboard.views_dynamics import HeroEnvelopes
 from ladder.dashboard.views_follow import followed_hero, snapshots_in_tokens
 from ladder.outputs import layout, readers
@@ -155,7 +156,7 @@ class Views(LadderRoot):
                 fitj = {}
             law = readers.find_law(fitj)
             if law is not None:
-                out["law"] = {"law": law.get("law"), "compute_law": _compute_law(law.get("law")),
+                out["law"] = {"law": law.get("law"), "compute_law": is_power_law_in_compute(law.get("law")),
                               "params": law.get("params"), "ci": law.get("ci"),
                               "n_points": law.get("n_points"), "objective": law.get("objective")}
             out["params"] = readers.param_rows(fitj)
@@ -208,7 +209,7 @@ class Views(LadderRoot):
             return []
         params = law.get("params") or {}
         E, A, alpha = (num(params.get(k)) for k in ("E", "A", "alpha"))
-        if None in (E, A, alpha) or not _compute_law(law.get("law")):
+        if None in (E, A, alpha) or not is_power_law_in_compute(law.get("law")):
             return []
         xs = [num(r.get("flops")) for r in view["runs"]]
         xs += [num(t.get("flops")) for t in view["targets"]]
@@ -398,12 +399,3 @@ def _quantile(sorted_vals: list[float], q: float) -> float:
     j = min(i + 1, len(sorted_vals) - 1)
     return sorted_vals[i] + (pos - i) * (sorted_vals[j] - sorted_vals[i])
 
-
-def _compute_law(name: str | None) -> bool:
-    """Whether the law is E + A C^-alpha in compute (the registry says; an unnamed law is the old compute fit)."""
-    from fits.laws.registry import REGISTRY
-
-    if name is None:
-        return True
-    entry = REGISTRY.get(name)
-    return entry is not None and entry.inputs == ("C",) and set(entry.params) == {"E", "A", "alpha"}
