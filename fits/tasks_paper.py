@@ -167,7 +167,7 @@ def paper_bootstrap_sd(checkpoints: pd.DataFrame, result: FitResult, N: float, D
     loss = result.config["loss"]
     fin = paper_finals(checkpoints, loss)
     step2 = result.model().step2
-    s1 = result.model().step1  # each resample starts at the base optimum: the paper's start costs ~3 s a resample
+    s1 = result.model().step1  # each resample starts at the base optimum, not the paper's far start (olmo_tasks_record.md: cost, spread)
     base = (np.log(s1.A), np.log(s1.B), s1.alpha, s1.beta, s1.E)
     rng = np.random.default_rng(seed)
     preds = []
