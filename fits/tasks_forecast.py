@@ -31,7 +31,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from fits.defaults import DEFAULT_LEVEL
+from fits.defaults import DEFAULT_LEVEL, TASK_RULES
 from fits.io import InputError
 from fits.result import FitResult
 from fits.tasks import STEP1_MIN_RUNS, finals, fit_chain, fit_single_step, fit_step1, require_metric
@@ -181,11 +181,15 @@ def _bootstrap_sd(checkpoints: pd.DataFrame, cols: TaskColumns, method: str, res
 
 def forecast_task(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, *,
                   level: float = DEFAULT_LEVEL, methods=None, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                  seed: int = 0, step1: dict | None = None) -> FitResult:
-    """The task's forecast at (N, D): the chosen method's fit on every checkpoint, with
-    diagnostics["forecast"] (predicted, lower, upper, level, sigma terms), ["choice"] (method, every
-    method's primary-backtest mean absolute error) and ["backtest"] (its rows). step1: a dict to share
-    step-1 fits with other tasks' forecasts on the same checkpoints."""
+                  seed: int = 0, step1: dict | None = None, rule: str = "weighted") -> FitResult:
+    """The task's forecast at (N, D) under `rule` (TASK_RULES): the chosen method's fit on every checkpoint
+    ("best"), or every method's weighted by its backtest ("weighted": the heaviest method's fit is the
+    result, the weighted prediction its forecast), with diagnostics["forecast"] (predicted, lower, upper,
+    level, sigma terms), ["choice"] (method, every method's primary-backtest mean absolute error, the
+    weights) and ["backtest"] (its rows). step1: a dict to share step-1 fits with other tasks' forecasts
+    on the same checkpoints."""
+    if rule not in TASK_RULES:
+        raise InputError(f"task rule {rule!r} is not one of {', '.join(TASK_RULES)}")
     require_metric(checkpoints, cols.acc, cols.task)
     methods = methods_for(cols) if methods is None else tuple(methods)
     for m in methods:
@@ -195,6 +199,8 @@ def forecast_task(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: flo
     step1 = {} if step1 is None else step1
     bt = backtest(checkpoints, cols, methods, step1)
     method, mae = choose(bt, methods)
+    if rule == "weighted":
+        return _weighted(checkpoints, cols, N, D, bt, mae, level=level, n_resamples=n_resamples, seed=seed, step1=step1)
     result = fit_method(checkpoints, cols, method, step1)
     mine = bt[bt["method"] == method]
     scatter = float(result.diagnostics["scatter"])
@@ -214,3 +220,37 @@ def forecast_task(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: flo
               "coverage": backtest_coverage(mine, scatter, level)}
     return result.with_(diagnostics={**result.diagnostics, "method": method, "forecast": forecast,
                                      "choice": choice, "backtest": bt.to_dict(orient="records")})
+
+
+def _weighted(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, bt: pd.DataFrame,
+              mae: dict[str, float], *, level: float, n_resamples: int, seed: int, step1: dict) -> FitResult:
+    """forecast_task's "weighted" rule (fits.tasks_weighted)."""
+    from fits.tasks_weighted import method_weights, weighted_backtest, weighted_forecast
+
+    weights = method_weights(mae)
+    fitted: dict[str, FitResult] = {}
+    for m in weights:
+        try:
+            fitted[m] = fit_method(checkpoints, cols, m, step1)
+        except (InputError, ValueError, FloatingPointError, RuntimeError):
+            continue  # a method its backtest scored but every checkpoint cannot fit: it drops out, said in the weights
+    weights = method_weights({m: mae[m] for m in fitted})
+    if not weights:
+        raise InputError(f"task {cols.task!r}: no method fits every run, so there is no forecast")
+    heaviest = max(weights, key=weights.get)
+    result = fitted[heaviest]
+    distance = float(np.log10(N / checkpoints["params"].max()))
+    sd_boot = _bootstrap_sd(checkpoints, cols, heaviest, result, N, D, n_resamples, seed) if n_resamples else 0.0
+    w = weighted_forecast(fitted, weights, bt, N, D, distance=distance, sd_boot=sd_boot, level=level)
+    mine = weighted_backtest(bt, weights)
+    forecast = {"task": cols.task, "params": float(N), "tokens": float(D), "level": level, "decades": distance,
+                "n_resamples": n_resamples, "drawn": heaviest, **w}
+    if heaviest != "single_step":
+        forecast["loss"] = float(result.model().loss(N, D))
+    choice = {"method": "weighted", "mae": mae, "weights": weights,
+              "backtest": "largest size's runs predicted from the smallest cut's sizes; every method weighted by "
+                          "1 / its mean absolute error there, squared",
+              "coverage": backtest_coverage(mine, w["scatter"], level)}
+    rows = pd.concat([bt, mine], ignore_index=True)
+    return result.with_(diagnostics={**result.diagnostics, "method": "weighted", "forecast": forecast,
+                                     "choice": choice, "backtest": rows.to_dict(orient="records")})

@@ -34,6 +34,8 @@ def task_settings(fit) -> dict:
         out["task_chance"] = dict(fit.task_chance)
     if fit.hero_task_evals != 1:
         out["hero_task_evals"] = int(fit.hero_task_evals)
+    if fit.task_rule != "weighted":
+        out["task_rule"] = fit.task_rule
     if out:  # the runs' bootstrap of step 1 takes the fit's count (a ladder without task settings: the default)
         out["bootstrap"] = int(fit.bootstrap)
     return out
@@ -88,7 +90,8 @@ def forecasts(points: pd.DataFrame, hero: dict, settings: dict, level: float, ca
     else:  # of the tasks found, those with a value somewhere
         tasks = [t for t in tasks if np.isfinite(points[ACC + t].to_numpy(float)).any()]
     inputs = json.dumps([tasks, {t: chance_of(t, settings) for t in tasks}, float(hero["params"]),
-                         float(hero["tokens"]), level, settings.get("bootstrap"), _code_digest()], sort_keys=True)
+                         float(hero["tokens"]), level, settings.get("bootstrap"), settings.get("task_rule", "weighted"),
+                         _code_digest()], sort_keys=True)
     key = hashlib.sha256(points.to_csv(index=False).encode() + inputs.encode()).hexdigest()[:16]
     cached = layout.read_json(cache_dir / f"{key}.json", None)
     if cached is not None:
@@ -118,19 +121,21 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
     if not has_bpb:  # no task loss recorded: only the laws that skip it
         methods = tuple(m for m in methods if m in ("single_step", "intermediate_chain"))
     result = forecast_task(points, cols, float(hero["params"]), float(hero["tokens"]), level=level, methods=methods,
-                           step1=step1, n_resamples=int(settings.get("bootstrap", BOOTSTRAP_RESAMPLES)))
+                           step1=step1, n_resamples=int(settings.get("bootstrap", BOOTSTRAP_RESAMPLES)),
+                           rule=settings.get("task_rule", "weighted"))
     diag = result.diagnostics
     f, choice = diag["forecast"], diag["choice"]
     bt = pd.DataFrame(diag["backtest"])
     mine = bt[(bt["method"] == diag["method"]) & bt["primary"]]
     return {"task": task, "predicted": f["predicted"], "lower": f["lower"], "upper": f["upper"], "level": level,
             "actual": None, "error": None, "inside": None, "method": diag["method"],
-            "backtest": {"rule": choice["backtest"], "mae_by_method": choice["mae"],
+            "backtest": {"rule": choice["backtest"], "mae_by_method": choice["mae"], "weights": choice.get("weights"),
                          "fit_on": sorted(set(points.loc[points["params"] <= float(mine["cut"].max()), "run"]))
                          if len(mine) else [],
                          "predict": mine["run"].tolist(), "errors": mine["error"].round(3).tolist(),
                          "coverage": choice["coverage"]},
-            "interval": {k: f[k] for k in ("sigma", "sd_bootstrap", "scatter", "per_decade", "decades")},
+            "interval": {k: f[k] for k in ("sigma", "sd_bootstrap", "scatter", "per_decade", "decades", "spread") if k in f},
+            "members": f.get("members"), "drawn": f.get("drawn", diag["method"]),
             "chain_loss": f.get("loss"), "chance": chance, "hero": {"params": f["params"], "tokens": f["tokens"]},
             "law": {"name": result.law, "params": result.params, "config": result.config}}
 
@@ -140,9 +145,10 @@ def _code_digest() -> str:
     import fits.tasks
     import fits.tasks_forecast
     import fits.tasks_paper
+    import fits.tasks_weighted
 
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    for module in (fits.laws.tasks, fits.tasks, fits.tasks_forecast, fits.tasks_paper):
+    for module in (fits.laws.tasks, fits.tasks, fits.tasks_forecast, fits.tasks_paper, fits.tasks_weighted):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
 

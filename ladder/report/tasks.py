@@ -12,10 +12,16 @@ import pandas as pd
 
 from ladder.report.figures import ACTUAL, OURS, _clean, _layout
 
-TABLE_COLS = [("task", "task", ""), ("method", "method (chosen by backtest)", ""), ("predicted", "predicted", ".3f"),
+TABLE_COLS = [("task", "task", ""), ("method", "method (from the backtest)", ""), ("predicted", "predicted", ".3f"),
               ("lower", "lower", ".3f"), ("upper", "upper", ".3f"), ("actual", "actual", ".3f"),
               ("error", "error (points)", "+.1f"), ("inside", "inside interval", ""), ("bt", "backtest mean |error| (points)", ""),
               ("bt_on", "backtest", "")]
+
+
+def _drawn(row: dict) -> str:
+    """The figure's caption: the method whose chain it draws (under the weighted rule, the heaviest)."""
+    drawn = row.get("drawn") or row.get("method")
+    return str(drawn) if drawn == row.get("method") else f"weighted; drawn: {drawn}"
 
 
 def fig_id(task: str) -> str:
@@ -104,22 +110,25 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
     for r in rows:
         bt = r.get("backtest") or {}
         mae = bt.get("mae_by_method") or {}
-        table_rows.append({**r, "bt": ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if v == v) or r.get("note"),
+        weights = bt.get("weights") or {}
+        table_rows.append({**r, "bt": ", ".join(f"{m} {v:.2f}" + (f" (weight {weights[m]:.2f})" if m in weights else "")
+                                                for m, v in mae.items() if v == v) or r.get("note"),
                            "bt_on": f"{', '.join(bt.get('predict') or [])} from {len(bt.get('fit_on') or [])} smaller runs"
                            if bt else None})
     figs = {fig_id(r["task"]): f for r in rows if (f := figure(r, points)) is not None}
-    cards = "".join(f"<div><h3>{html.escape(r['task'])} ({html.escape(str(r['method']))})</h3>"
+    cards = "".join(f"<div><h3>{html.escape(r['task'])} ({html.escape(_drawn(r))})</h3>"
                     f"<div id='{fig_id(r['task'])}' class='fig'></div></div>" for r in rows if fig_id(r["task"]) in figs)
     head = ""
     if summary:
         head = (f"<p>On the {summary['scored']} tasks the hero has: mean |error| {summary['mean_abs_error_points']:.2f} "
                 f"points, {summary['within_2_points']} within 2 points, {summary['inside_interval']} inside their "
                 f"{summary['level']:.0%} intervals (mean half-width {summary['mean_half_width_points']:.1f} points).</p>")
-    body = (head + "<p class='muted'>Each task's method is chosen on the rungs alone: the largest size's runs predicted "
-            "from the smallest cut's sizes, the farthest backtest the rungs allow (mean |error| in accuracy points per "
-            "method). The band adds the runs' bootstrap "
-            "(step 1), the checkpoints' scatter about the sigmoid (step 2) and the backtests' error per decade of N "
-            "at the hero's distance.</p>" + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
+    body = (head + "<p class='muted'>Each task's methods are scored on the rungs alone: the largest size's runs "
+            "predicted from the smallest cut's sizes, the farthest backtest the rungs allow (mean |error| in accuracy "
+            "points per method). The weighted rule weighs every method's forecast by 1 / that error squared (the chart "
+            "draws the heaviest method's chain); the best rule takes the one with the lowest. The band adds the runs' "
+            "bootstrap (step 1), the checkpoints' scatter about the sigmoid (step 2), the backtests' error per decade "
+            "of N at the hero's distance, and under the weighted rule the methods' spread at the hero.</p>" + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
     return f"<section id='tasks'><h2>Task accuracy forecasts ({_count(rows)})</h2>{body}</section>", figs
 
 
@@ -128,7 +137,7 @@ def lines(rep: dict) -> list[str]:
     rows = rep.get("tasks") or []
     if not rows:
         return []
-    out = ["", f"task accuracy ({_count(rows)}; method chosen by backtest on the rungs: the largest size from the smallest cut)"]
+    out = ["", f"task accuracy ({_count(rows)}; methods scored by backtest on the rungs: the largest size from the smallest cut)"]
     for r in rows:
         if r.get("predicted") is None:
             out.append(f"  {r['task']:<14} no forecast: {r.get('note')}")
@@ -138,14 +147,25 @@ def lines(rep: dict) -> list[str]:
         act = (f"  actual {100 * r['actual']:.1f}  error {r['error']:+.1f}  inside {'yes' if r['inside'] else 'no'}"
                if r.get("actual") is not None else "")
         out.append(f"  {r['task']:<14} {100 * r['predicted']:5.1f} [{100 * r['lower']:.1f}, {100 * r['upper']:.1f}]{act}  "
-                   f"{r['method']} (backtest mean |error| {mae.get(r['method'], float('nan')):.2f} points; "
-                   + ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if m != r["method"] and v == v) + ")")
+                   + method_text(r))
     s = rep.get("tasks_summary")
     if s:
         out.append(f"  tasks: mean |error| {s['mean_abs_error_points']:.2f} points over {s['scored']}, {s['within_2_points']} "
                    f"within 2 points, {s['inside_interval']} inside their {s['level']:.0%} intervals "
                    f"(mean half-width {s['mean_half_width_points']:.1f} points)")
     return out
+
+
+def method_text(row: dict) -> str:
+    """How a task's forecast was made, in one phrase: the chosen method and every method's backtest error,
+    or the weighted rule's weights beside each method's error."""
+    bt = row.get("backtest") or {}
+    mae, weights = bt.get("mae_by_method") or {}, bt.get("weights")
+    if weights:
+        return ("weighted by backtest (" + ", ".join(f"{m} {weights[m]:.2f} at {mae[m]:.2f}" for m in
+                sorted(weights, key=weights.get, reverse=True)) + " points)")
+    return (f"{row['method']} (backtest mean |error| {mae.get(row['method'], float('nan')):.2f} points; "
+            + ", ".join(f"{m} {v:.2f}" for m, v in mae.items() if m != row["method"] and v == v) + ")")
 
 
 def _count(rows: list) -> str:

@@ -39,7 +39,7 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # A run from before tasks were scored evaluated none; without tasks it keeps its address.
                          "tasks": [],
                          # The task forecasts' settings (issue 57), at their defaults.
-                         "forecast_tasks": [], "task_chance": {}, "hero_task_evals": 1,
+                         "forecast_tasks": [], "task_chance": {}, "hero_task_evals": 1, "task_rule": "weighted",
                          # A data-mix switch (DataSpec) at its default: no switch, the addresses runs had before it.
                          "switch_at": 0.0, "switch_weights": {}}
 

@@ -271,6 +271,9 @@ class FitSpec:
     forecast_tasks: tuple[str, ...] = ()
     task_chance: Mapping[str, float] = field(default_factory=dict)  # chance accuracy by task (1 / choices); OLMo's known
     hero_task_evals: int = 1  # the hero's actual task accuracy: the mean of its last this many evals (OLMo's 13B: 5)
+    # How a task's backtest makes its forecast (fits.defaults.TASK_RULES): "weighted" weighs every method
+    # by 1 / its backtest error squared; "best" takes the one method with the lowest.
+    task_rule: str = "weighted"
 
 
 @dataclass(frozen=True)

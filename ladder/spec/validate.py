@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
+from fits.defaults import TASK_RULES
 from fits.laws.registry import single_curve_laws
 
 from .model import (
@@ -215,6 +216,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     for task, chance in spec.fit.task_chance.items():
         if not isinstance(chance, int | float) or not 0 < chance < 1:
             problems.append(f"fit.task_chance[{task!r}]: {chance!r} is not a probability in (0, 1) (1 / choices)")
+    check_choice(problems, "fit.task_rule", spec.fit.task_rule, TASK_RULES)
     if not isinstance(spec.fit.hero_task_evals, int) or spec.fit.hero_task_evals < 1:
         problems.append(f"fit.hero_task_evals: {spec.fit.hero_task_evals!r} is not a positive integer")
     if spec.fit.baseline == "marin":

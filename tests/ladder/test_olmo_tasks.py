@@ -55,9 +55,12 @@ def test_the_report_carries_one_row_per_task_with_its_method_and_backtest(report
     for r in rows.values():
         assert set(FIELDS) <= set(r)
         assert 0.0 <= r["lower"] <= r["predicted"] <= r["upper"] <= 1.0 and r["level"] == 0.9
-        assert r["method"] in r["backtest"]["mae_by_method"]
-        assert r["backtest"]["mae_by_method"][r["method"]] == min(v for v in r["backtest"]["mae_by_method"].values()
-                                                                  if v == v)
+        # the spec's default rule weighs every method by its backtest: the lower its error, the more it weighs
+        mae, weights = r["backtest"]["mae_by_method"], r["backtest"]["weights"]
+        assert r["method"] == "weighted" and set(weights) <= set(mae) and sum(weights.values()) == pytest.approx(1.0)
+        ranked = sorted(weights, key=lambda m: mae[m])
+        assert [weights[m] for m in ranked] == sorted(weights.values(), reverse=True)
+        assert r["drawn"] == ranked[0] and r["interval"]["spread"] >= 0.0
         assert set(r["backtest"]["predict"]) == {"1B-1xC", "1B-2xC", "1B-5xC", "1B-10xC"}  # the largest size
         # from the smallest cut: the farthest backtest the rungs allow
         assert {x.split("-")[0] for x in r["backtest"]["fit_on"]} == {"190M", "370M"}
