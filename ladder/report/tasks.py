@@ -128,7 +128,8 @@ def section(rows: list[dict], summary: dict | None, points: pd.DataFrame, table)
             "points per method). The weighted rule weighs every method's forecast by 1 / that error squared (the chart "
             "draws the heaviest method's chain); the best rule takes the one with the lowest. The band adds the runs' "
             "bootstrap (step 1), the checkpoints' scatter about the sigmoid (step 2), the backtests' error per decade "
-            "of N at the hero's distance, and under the weighted rule the methods' spread at the hero.</p>" + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
+            "of N at the hero's distance, and under the weighted rule the methods' spread at the hero.</p>"
+            + table(table_rows, TABLE_COLS) + f"<div class='grid'>{cards}</div>")
     return f"<section id='tasks'><h2>Task accuracy forecasts ({_count(rows)})</h2>{body}</section>", figs
 
 
@@ -142,8 +143,6 @@ def lines(rep: dict) -> list[str]:
         if r.get("predicted") is None:
             out.append(f"  {r['task']:<14} no forecast: {r.get('note')}")
             continue
-        bt = r.get("backtest") or {}
-        mae = bt.get("mae_by_method") or {}
         act = (f"  actual {100 * r['actual']:.1f}  error {r['error']:+.1f}  inside {'yes' if r['inside'] else 'no'}"
                if r.get("actual") is not None else "")
         out.append(f"  {r['task']:<14} {100 * r['predicted']:5.1f} [{100 * r['lower']:.1f}, {100 * r['upper']:.1f}]{act}  "

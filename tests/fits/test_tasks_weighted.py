@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_tasks import COLS, TRUE_ACC, TRUE_LOSS, ladder
 
 from fits.errors import InputError
 from fits.tasks_forecast import fit_method, forecast_task
 from fits.tasks_weighted import method_weights, weighted_backtest
-from test_tasks import COLS, TRUE_ACC, TRUE_LOSS, ladder
 
 
 def test_weights_are_inverse_squared_backtest_errors_by_hand():
