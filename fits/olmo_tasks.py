@@ -23,6 +23,11 @@ OLMO_TASKS = {
     "openbookqa": ("test", 0.25),
 }
 PAPER_RUNS = tuple(f"{s}-{k}xC" for s in ("190M", "370M", "760M", "1B") for k in (1, 2, 5, 10))
+# OLMo's 3B runs: no fit or choice reads them; they are the development target a task rule is chosen on
+# (experiments/olmo_task_rules.py) before the 7B and 13B are scored.
+DEV_RUNS = tuple(f"3B-{k}xC" for k in (1, 2, 5, 10))
+# final.json gives no 3B: its N from OLMo-ladder's src/scaling/utils.py MODEL_PARAMS, as the paper counts N
+PARAMS_BEYOND_FINAL_JSON = {"3B": 3169537280.0}
 
 
 def loss_column(task: str) -> str:
@@ -76,7 +81,8 @@ def olmo_checkpoints(runs=PAPER_RUNS) -> pd.DataFrame:
         raw = pd.read_csv(path)
         part = olmo_metrics(raw, str(path))
         part.insert(0, "tokens", raw["throughput/total_tokens"].astype(float))
-        part.insert(0, "params", float(meta[n_of[run.split("-")[0]]]["n"]))
+        size = n_of[run.split("-")[0]]
+        part.insert(0, "params", float(meta[size]["n"]) if size in meta else PARAMS_BEYOND_FINAL_JSON[size])
         part.insert(0, "run", run)
         frames.append(part)
     return pd.concat(frames, ignore_index=True)
