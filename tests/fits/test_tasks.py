@@ -124,3 +124,18 @@ def test_olmo_columns_weight_mmlu_and_name_a_missing_column():
     with pytest.raises(InputError, match="x.csv: no column 'eval/downstream_bpb/hellaswag_val_rc_5shot_bpb'"):
         olmo_metrics(pd.DataFrame([row]), "x.csv", ("mmlu", "hellaswag"))
     assert len(OLMO_TASKS) == 8
+
+
+def test_olmo_s_3b_runs_load_as_a_development_target_with_the_paper_s_n():
+    """The 3B runs no fit reads (fits.olmo_tasks.DEV_RUNS) carry OLMo-ladder's N, absent from final.json,
+    and each is trained to its multiple of 20 tokens per parameter."""
+    from fits.olmo_tasks import DEV_RUNS, PARAMS_BEYOND_FINAL_JSON, olmo_checkpoints
+
+    dev = olmo_checkpoints(DEV_RUNS)
+    fin = finals(dev).set_index("run")
+    assert list(fin.index) == list(DEV_RUNS)
+    assert (fin["params"] == PARAMS_BEYOND_FINAL_JSON["3B"]).all()
+    for run, row in fin.iterrows():
+        k = float(run.split("-")[1].rstrip("xC"))
+        assert row["tokens"] == pytest.approx(20 * k * row["params"], rel=0.05)
+        assert 0.25 < row["task_acc/arc_easy"] < 1.0
