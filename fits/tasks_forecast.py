@@ -36,6 +36,7 @@ from fits.io import InputError
 from fits.result import FitResult
 from fits.tasks import STEP1_MIN_RUNS, finals, fit_chain, fit_single_step, fit_step1, require_metric
 from fits.tasks_paper import fit_paper_step1, fit_paper_two_step, paper_bootstrap_sd, paper_finals
+from fits.tasks_weighted import method_weights, weighted_backtest, weighted_forecast
 
 METHODS = ("paper_two_step", "two_step", "two_step_bounded", "single_step", "intermediate_chain")
 BOOTSTRAP_RESAMPLES = 200
@@ -225,8 +226,6 @@ def forecast_task(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: flo
 def _weighted(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, bt: pd.DataFrame,
               mae: dict[str, float], *, level: float, n_resamples: int, seed: int, step1: dict) -> FitResult:
     """forecast_task's "weighted" rule (fits.tasks_weighted)."""
-    from fits.tasks_weighted import method_weights, weighted_backtest, weighted_forecast
-
     weights = method_weights(mae)
     fitted: dict[str, FitResult] = {}
     for m in weights:
@@ -241,8 +240,9 @@ def _weighted(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, 
     result = fitted[heaviest]
     distance = float(np.log10(N / checkpoints["params"].max()))
     sd_boot = _bootstrap_sd(checkpoints, cols, heaviest, result, N, D, n_resamples, seed) if n_resamples else 0.0
-    w = weighted_forecast(fitted, weights, bt, N, D, distance=distance, sd_boot=sd_boot, level=level)
     mine = weighted_backtest(bt, weights)
+    w = weighted_forecast(fitted, weights, N, D, per_decade=per_decade(mine), distance=distance, sd_boot=sd_boot,
+                          level=level)
     forecast = {"task": cols.task, "params": float(N), "tokens": float(D), "level": level, "decades": distance,
                 "n_resamples": n_resamples, "drawn": heaviest, **w}
     if heaviest != "single_step":

@@ -56,11 +56,10 @@ def weighted_backtest(bt: pd.DataFrame, weights: dict[str, float]) -> pd.DataFra
     return pd.DataFrame(rows, columns=bt.columns)
 
 
-def weighted_forecast(fits_by_method: dict[str, FitResult], weights: dict[str, float], bt: pd.DataFrame,
-                      N: float, D: float, *, distance: float, sd_boot: float, level: float) -> dict:
-    """The weighted prediction at (N, D) and its interval's terms (the module's docstring)."""
-    from fits.tasks_forecast import per_decade
-
+def weighted_forecast(fits_by_method: dict[str, FitResult], weights: dict[str, float], N: float, D: float, *,
+                      per_decade: float, distance: float, sd_boot: float, level: float) -> dict:
+    """The weighted prediction at (N, D) and its interval's terms (the module's docstring); per_decade: the
+    weighted backtest's error per decade (fits.tasks_forecast.per_decade of weighted_backtest's rows)."""
     names = [m for m in weights if m in fits_by_method]
     w = np.array([weights[m] for m in names], float)
     w = w / w.sum()
@@ -68,9 +67,8 @@ def weighted_forecast(fits_by_method: dict[str, FitResult], weights: dict[str, f
     predicted = float(np.sum(w * preds))
     spread = float(np.sqrt(np.sum(w * (preds - predicted) ** 2)))
     scatter = float(np.sum(w * np.array([float(fits_by_method[m].diagnostics["scatter"]) for m in names])))
-    pdec = per_decade(weighted_backtest(bt, weights))
-    sigma = float(np.sqrt(sd_boot ** 2 + scatter ** 2 + (pdec * max(distance, 0.0)) ** 2 + spread ** 2))
+    sigma = float(np.sqrt(sd_boot ** 2 + scatter ** 2 + (per_decade * max(distance, 0.0)) ** 2 + spread ** 2))
     z = NormalDist().inv_cdf(0.5 + level / 2)
     return {"predicted": predicted, "lower": max(0.0, predicted - z * sigma), "upper": min(1.0, predicted + z * sigma),
-            "sigma": sigma, "sd_bootstrap": sd_boot, "scatter": scatter, "per_decade": pdec, "spread": spread,
+            "sigma": sigma, "sd_bootstrap": sd_boot, "scatter": scatter, "per_decade": per_decade, "spread": spread,
             "members": {m: {"weight": float(wi), "predicted": float(p)} for m, wi, p in zip(names, w, preds, strict=True)}}

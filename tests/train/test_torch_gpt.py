@@ -82,12 +82,13 @@ def test_sigterm_checkpoints_and_the_restart_reproduces_the_uninterrupted_rows(u
     config = _run_json(tmp_path, "r")
     out = tmp_path / "r"
     proc = _start(config, tmp_path / "log1")
-    wait_for(lambda: any(r["step"] >= 12 for r in _rows(out, "metrics.jsonl")), "step 12's row", proc=proc,
-             log=tmp_path / "log1")
+    # The signal goes at the first logged row, polled often: a d16 step takes milliseconds, so a later row or a
+    # slower poll lets an idle machine finish all 30 steps before the signal lands (seen once in the suite).
+    wait_for(lambda: _rows(out, "metrics.jsonl"), "the first row", proc=proc, log=tmp_path / "log1", every=0.005)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=HANG_S) == -signal.SIGTERM  # it ends by the signal, as it was asked
     stopped_at = max(int(p.stem.split("-")[1]) for p in (out / "checkpoints").glob("step-*.pt"))
-    assert 12 <= stopped_at < 30 and not (out / "final_eval.json").exists()
+    assert 2 <= stopped_at < 30 and not (out / "final_eval.json").exists()
     assert max(r["step"] for r in _rows(out, "metrics.jsonl")) - stopped_at < 2  # lost less than one log interval
     proc = _start(config, tmp_path / "log2")
     assert proc.wait(timeout=HANG_S) == 0, (tmp_path / "log2").read_text()[-3000:]
