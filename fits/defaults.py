@@ -7,3 +7,4 @@ DEFAULT_LEVEL = 0.9
 # How a task's backtest makes its forecast (fits.tasks_forecast): "weighted" weighs every method's prediction
 # by 1 / its backtest error squared (fits.tasks_weighted); "best" takes the one method with the lowest error.
 TASK_RULES = ("weighted", "best")
+DEFAULT_TASK_RULE = TASK_RULES[0]

@@ -31,7 +31,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from fits.defaults import DEFAULT_LEVEL, TASK_RULES
+from fits.defaults import DEFAULT_LEVEL, DEFAULT_TASK_RULE, TASK_RULES
 from fits.io import InputError
 from fits.result import FitResult
 from fits.tasks import STEP1_MIN_RUNS, finals, fit_chain, fit_single_step, fit_step1, require_metric
@@ -182,7 +182,7 @@ def _bootstrap_sd(checkpoints: pd.DataFrame, cols: TaskColumns, method: str, res
 
 def forecast_task(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, *,
                   level: float = DEFAULT_LEVEL, methods=None, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                  seed: int = 0, step1: dict | None = None, rule: str = "weighted") -> FitResult:
+                  seed: int = 0, step1: dict | None = None, rule: str = DEFAULT_TASK_RULE) -> FitResult:
     """The task's forecast at (N, D) under `rule` (TASK_RULES): the chosen method's fit on every checkpoint
     ("best"), or every method's weighted by its backtest ("weighted": the heaviest method's fit is the
     result, the weighted prediction its forecast), with diagnostics["forecast"] (predicted, lower, upper,
@@ -228,11 +228,12 @@ def _weighted(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, 
     """forecast_task's "weighted" rule (fits.tasks_weighted)."""
     weights = method_weights(mae)
     fitted: dict[str, FitResult] = {}
+    dropped: dict[str, str] = {}  # a method its backtest scored that cannot fit every run: out of the weights, and why
     for m in weights:
         try:
             fitted[m] = fit_method(checkpoints, cols, m, step1)
-        except (InputError, ValueError, FloatingPointError, RuntimeError):
-            continue  # a method its backtest scored but every checkpoint cannot fit: it drops out, said in the weights
+        except (InputError, ValueError, FloatingPointError, RuntimeError) as exc:
+            dropped[m] = f"{type(exc).__name__}: {exc}"
     weights = method_weights({m: mae[m] for m in fitted})
     if not weights:
         raise InputError(f"task {cols.task!r}: no method fits every run, so there is no forecast")
@@ -247,7 +248,7 @@ def _weighted(checkpoints: pd.DataFrame, cols: TaskColumns, N: float, D: float, 
                 "n_resamples": n_resamples, "drawn": heaviest, **w}
     if heaviest != "single_step":
         forecast["loss"] = float(result.model().loss(N, D))
-    choice = {"method": "weighted", "mae": mae, "weights": weights,
+    choice = {"method": "weighted", "mae": mae, "weights": weights, "dropped": dropped,
               "backtest": "largest size's runs predicted from the smallest cut's sizes; every method weighted by "
                           "1 / its mean absolute error there, squared",
               "coverage": backtest_coverage(mine, w["scatter"], level)}

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fits.defaults import DEFAULT_TASK_RULE
 from fits.errors import InputError
 from ladder.outputs import layout
 
@@ -34,7 +35,7 @@ def task_settings(fit) -> dict:
         out["task_chance"] = dict(fit.task_chance)
     if fit.hero_task_evals != 1:
         out["hero_task_evals"] = int(fit.hero_task_evals)
-    if fit.task_rule != "weighted":
+    if fit.task_rule != DEFAULT_TASK_RULE:
         out["task_rule"] = fit.task_rule
     if out:  # the runs' bootstrap of step 1 takes the fit's count (a ladder without task settings: the default)
         out["bootstrap"] = int(fit.bootstrap)
@@ -90,7 +91,7 @@ def forecasts(points: pd.DataFrame, hero: dict, settings: dict, level: float, ca
     else:  # of the tasks found, those with a value somewhere
         tasks = [t for t in tasks if np.isfinite(points[ACC + t].to_numpy(float)).any()]
     inputs = json.dumps([tasks, {t: chance_of(t, settings) for t in tasks}, float(hero["params"]),
-                         float(hero["tokens"]), level, settings.get("bootstrap"), settings.get("task_rule", "weighted"),
+                         float(hero["tokens"]), level, settings.get("bootstrap"), settings.get("task_rule", DEFAULT_TASK_RULE),
                          _code_digest()], sort_keys=True)
     key = hashlib.sha256(points.to_csv(index=False).encode() + inputs.encode()).hexdigest()[:16]
     cached = layout.read_json(cache_dir / f"{key}.json", None)
@@ -122,7 +123,7 @@ def _forecast(points: pd.DataFrame, task: str, chance: float | None, hero: dict,
         methods = tuple(m for m in methods if m in ("single_step", "intermediate_chain"))
     result = forecast_task(points, cols, float(hero["params"]), float(hero["tokens"]), level=level, methods=methods,
                            step1=step1, n_resamples=int(settings.get("bootstrap", BOOTSTRAP_RESAMPLES)),
-                           rule=settings.get("task_rule", "weighted"))
+                           rule=settings.get("task_rule", DEFAULT_TASK_RULE))
     diag = result.diagnostics
     f, choice = diag["forecast"], diag["choice"]
     bt = pd.DataFrame(diag["backtest"])

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fits.laws.registry import is_power_law_in_compute
 from ladder.dashboard.views_dynamics import HeroEnvelopes
 from ladder.dashboard.views_follow import followed_hero, snapshots_in_tokens
@@ -231,9 +233,8 @@ class Views(LadderRoot):
         for c in grid:
             row = {"flops": c, "loss": E + A * c ** -alpha}
             if len(sample_sets) >= 5:
-                vals = sorted(e + a * c ** -al for e, a, al in sample_sets)
-                row["lower"] = _quantile(vals, (1 - level) / 2)
-                row["upper"] = _quantile(vals, 1 - (1 - level) / 2)
+                vals = [e + a * c ** -al for e, a, al in sample_sets]
+                row["lower"], row["upper"] = (float(v) for v in np.quantile(vals, [(1 - level) / 2, 1 - (1 - level) / 2]))
             rows.append(row)
         return rows
 
@@ -390,12 +391,4 @@ def _keys(rows) -> list[str]:
             seen.setdefault(k, None)
     return list(seen)
 
-
-def _quantile(sorted_vals: list[float], q: float) -> float:
-    if not sorted_vals:
-        return float("nan")
-    pos = q * (len(sorted_vals) - 1)
-    i = int(math.floor(pos))
-    j = min(i + 1, len(sorted_vals) - 1)
-    return sorted_vals[i] + (pos - i) * (sorted_vals[j] - sorted_vals[i])
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fits.defaults import DEFAULT_TASK_RULE
+
 BALANCING = ("aux_free", "aux_free_quantile", "aux_loss", "none")
 SCHEDULES = ("cosine", "linear", "constant", "wsd")
 COOLDOWN_SHAPES = ("linear", "1-sqrt", "cosine")
@@ -39,7 +41,7 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          # A run from before tasks were scored evaluated none; without tasks it keeps its address.
                          "tasks": [],
                          # The task forecasts' settings (issue 57), at their defaults.
-                         "forecast_tasks": [], "task_chance": {}, "hero_task_evals": 1, "task_rule": "weighted",
+                         "forecast_tasks": [], "task_chance": {}, "hero_task_evals": 1, "task_rule": DEFAULT_TASK_RULE,
                          # A data-mix switch (DataSpec) at its default: no switch, the addresses runs had before it.
                          "switch_at": 0.0, "switch_weights": {}}
 

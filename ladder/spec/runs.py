@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from fits.defaults import DEFAULT_TASK_RULE
 from fits.laws.registry import final_law_min_rungs
 
 from .model import ModelSpec, Rule
@@ -273,7 +274,7 @@ class FitSpec:
     hero_task_evals: int = 1  # the hero's actual task accuracy: the mean of its last this many evals (OLMo's 13B: 5)
     # How a task's backtest makes its forecast (fits.defaults.TASK_RULES): "weighted" weighs every method
     # by 1 / its backtest error squared; "best" takes the one method with the lowest.
-    task_rule: str = "weighted"
+    task_rule: str = DEFAULT_TASK_RULE
 
 
 @dataclass(frozen=True)
