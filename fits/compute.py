@@ -20,8 +20,9 @@ from fits.lbfgs import multistart
 from fits.result import FitResult
 
 
-def _objective(theta, x, logL, pin_e, weights=None, delta=HUBER_DELTA):
-    """theta rows: (a', e, alpha) or (a', alpha) when e is pinned; x = log C - centre."""
+def _objective(theta, x, logL, pin_e, weights=None, delta=HUBER_DELTA, prior=None):
+    """theta rows: (a', e, alpha) or (a', alpha) when e is pinned; x = log C - centre. ``prior``: the
+    config's E_prior (mean, sd, weight): weight * (E - mean)^2 / (2 sd^2) added where e is free."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         a = theta[:, 0, None]
         alpha = theta[:, -1, None]
@@ -43,6 +44,10 @@ def _objective(theta, x, logL, pin_e, weights=None, delta=HUBER_DELTA):
             cols.append(E[:, 0] * q.sum(axis=1))
         cols.append(-(p1q @ x))
         g = np.stack(cols, axis=1)
+        if prior is not None and pin_e is None:
+            z_e = (E[:, 0] - prior["mean"]) / prior["sd"]
+            f = f + prior["weight"] * 0.5 * z_e ** 2
+            g[:, 1] += prior["weight"] * z_e / prior["sd"] * E[:, 0]
         f[~np.isfinite(f)] = np.inf
         return f, g
 
@@ -60,8 +65,10 @@ def starts(x, L, pin_E=None) -> np.ndarray:
     return np.array(rows)
 
 
-def fit_compute(C, L, *, pin_E: float | None = None, delta: float = HUBER_DELTA) -> FitResult:
-    """Fit L(C) = E + A C^-alpha; pin_E fixes the asymptote (e.g. from a larger study)."""
+def fit_compute(C, L, *, pin_E: float | None = None, E_prior: tuple[float, float] | None = None,
+                delta: float = HUBER_DELTA) -> FitResult:
+    """Fit L(C) = E + A C^-alpha; pin_E fixes the asymptote (e.g. from a larger study); E_prior = (mean, sd)
+    puts a stated normal prior on it instead (prior_weight says how it is weighed against the rungs)."""
     C = np.asarray(C, dtype=np.float64).ravel()
     L = np.asarray(L, dtype=np.float64).ravel()
     if C.size != L.size:
@@ -71,6 +78,8 @@ def fit_compute(C, L, *, pin_E: float | None = None, delta: float = HUBER_DELTA)
             raise ValueError(f"{name} must be finite and positive")
     if pin_E is not None and not (0 < pin_E < L.min()):
         raise ValueError(f"pin_E={pin_E} must be positive and below the smallest loss {L.min():.4g}")
+    if E_prior is not None and (pin_E is not None or not (E_prior[0] > 0 and E_prior[1] > 0)):
+        raise ValueError(f"E_prior={E_prior} must be (mean > 0, sd > 0), and not given with pin_E")
     # Runs at one budget (seeds of one size) enter as their mean log loss, weighted by their count.
     # The Huber loss is linear beyond delta = 1e-3, far below seed noise, so over raw replicates every
     # curve passing between a pair's losses scores the same: the optimum was a flat valley, and where
@@ -88,18 +97,56 @@ def fit_compute(C, L, *, pin_E: float | None = None, delta: float = HUBER_DELTA)
     weights = counts / counts.mean()
     pin_e = None if pin_E is None else float(np.log(pin_E))
 
-    def fun(X, rows):
-        return _objective(X, x, logL, pin_e, weights=weights, delta=delta)
-
     x0 = starts(x, np.exp(logL), pin_E)
-    best, best_f, ok, batch = multistart(fun, x0, n_polish=4)
+
+    def run(prior, huber_delta):
+        def fun(X, rows):
+            return _objective(X, x, logL, pin_e, weights=weights, delta=huber_delta, prior=prior)
+
+        return multistart(fun, x0, n_polish=4)
+
+    best, best_f, ok, batch = run(None, delta)
+    prior = None
+    if E_prior is not None:
+        prior = prior_weight(E_prior, x, logL, best, budgets.size)
+        best, best_f, ok, batch = run(prior, prior["delta"])
     law = law_from_theta(best, centre, pin_e)
     return FitResult(
         law="compute", params=law.params(), objective=best_f, n_points=int(C.size),
         n_starts=int(x0.shape[0]), converged=ok,
-        diagnostics={"loss": f"sum huber(delta={delta}) of log residuals", "objective_evals": int(batch.n_evals)},
-        config={"pin_E": pin_E},
+        diagnostics={"loss": f"sum huber(delta={delta if prior is None else prior['delta']:.4g}) of log residuals"
+                             + ("" if prior is None else f" + the prior on E (mean {prior['mean']:g}, sd {prior['sd']:g}) times sigma^2"),
+                     "objective_evals": int(batch.n_evals)},
+        config={"pin_E": pin_E} | ({"E_prior": prior} if prior is not None else {}),
     )
+
+
+def prior_weight(E_prior: tuple[float, float], x, logL, theta, n_budgets: int) -> dict:
+    """The config's E_prior: (mean, sd), the Huber delta and the weight the fit with the prior uses.
+
+    With a prior the fit is a posterior mode: the rungs' log losses as normal about the law with sigma
+    their scatter about the free fit (its n - 3 degrees of freedom), E normal about mean with sd. Huber at
+    delta = sigma is that normal likelihood, times sigma^2, for residuals within a sigma (and robust to
+    one beyond), so the prior's -log density enters times sigma^2 too. (At the free fit's delta of 1e-3,
+    a Laplace likelihood far narrower than the noise, a fit sticks to its kinks and a prior barely moves
+    it.) Precise rungs outweigh the prior; noisy ones lean on it. delta and weight are fixed here, so the
+    bootstrap's and the carried luck's refits weigh the prior as this fit did."""
+    law = law_from_theta(theta, 0.0, None)
+    r = np.log(law.E + law.A * np.exp(-law.alpha * x)) - logL
+    sigma = float(np.sqrt(np.sum(r ** 2) / (n_budgets - 3))) if n_budgets > 3 else PRIOR_FALLBACK_SIGMA
+    sigma = max(sigma, HUBER_DELTA)
+    return {"mean": float(E_prior[0]), "sd": float(E_prior[1]), "sigma": sigma, "delta": sigma, "weight": sigma ** 2}
+
+
+# A free fit through every rung (three budgets) leaves no scatter to weigh the prior by: a seed noise of 1%
+# a run stands in, the order the project's records measure on its CPU ladders.
+PRIOR_FALLBACK_SIGMA = 0.01
+
+
+def prior_delta(config: dict, default: float = HUBER_DELTA) -> float:
+    """The Huber delta a fit (or a refit of it) uses: its prior's where it has one."""
+    prior = config.get("E_prior")
+    return float(prior["delta"]) if prior else default
 
 
 def law_from_theta(theta, centre: float, pin_e: float | None) -> ComputeLaw:
@@ -135,6 +182,7 @@ def refit_compute(result: FitResult, C, L_draws) -> np.ndarray:
     weights = counts / counts.mean()
     pin_E = result.config.get("pin_E")
     pin_e = None if pin_E is None else float(np.log(pin_E))
+    prior = result.config.get("E_prior")
     p = result.params
     a = np.log(p["A"]) - p["alpha"] * centre
     theta0 = np.array([a, p["alpha"]] if pin_e is not None else [a, np.log(p["E"]), p["alpha"]])
@@ -145,7 +193,7 @@ def refit_compute(result: FitResult, C, L_draws) -> np.ndarray:
     owner = np.repeat(np.arange(logL.shape[0]), per)  # the redraw each start belongs to
 
     def fun(X, rows):
-        return _objective(X, x, logL[owner[rows]], pin_e, weights=weights)
+        return _objective(X, x, logL[owner[rows]], pin_e, weights=weights, prior=prior, delta=prior_delta(result.config))
 
     batch = minimize_batched(fun, np.vstack(x0), gtol=1e-10)
     f = np.where(np.isfinite(batch.f), batch.f, np.inf).reshape(-1, per)

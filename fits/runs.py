@@ -64,9 +64,11 @@ def checked_runs(runs, law: str, pin_E: float | None = None) -> pd.DataFrame:
 
 
 def fit(runs, law: str = "chinchilla", *, pin_E: float | None = None, use_active: bool = True,
-        starts=None) -> FitResult:
+        starts=None, E_prior: tuple[float, float] | None = None) -> FitResult:
     """Fit `law` to runs (a DataFrame or the path of a RUNS.csv): chinchilla (N, D), compute (C),
     isoflop (Approach 2). Bad input raises fits.io.InputError naming the column and the fix."""
+    if E_prior is not None and law != "compute":
+        raise ValueError(f"E_prior is a prior on the compute law's E; the {law} law does not take one")
     runs = checked_runs(runs, law, pin_E)
     L = runs["loss"].to_numpy(float)
     if law == "chinchilla":
@@ -76,7 +78,7 @@ def fit(runs, law: str = "chinchilla", *, pin_E: float | None = None, use_active
     elif law == "compute":
         from fits.compute import fit_compute
 
-        res = fit_compute(runs["flops"].to_numpy(float), L, pin_E=pin_E)
+        res = fit_compute(runs["flops"].to_numpy(float), L, pin_E=pin_E, E_prior=E_prior)
     else:
         from fits.isoflop import fit_isoflop
 

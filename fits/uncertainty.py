@@ -179,7 +179,8 @@ def resample_compute(runs: pd.DataFrame, base: FitResult, W: np.ndarray, n_conf:
     W *= budgets.size / W.sum(axis=1, keepdims=True)  # the fit's weights, relative to their mean
 
     def objective(X, weights):
-        return cp._objective(X, budgets - centre, logL_budget, pin_e, weights)
+        return cp._objective(X, budgets - centre, logL_budget, pin_e, weights, prior=base.config.get("E_prior"),
+                             delta=cp.prior_delta(base.config))
 
     def theta_of(p):
         a = np.log(p["A"]) - p["alpha"] * centre

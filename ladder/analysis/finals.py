@@ -23,7 +23,7 @@ def fit_final_law(points: pd.DataFrame, fit: FitSpec, starts: np.ndarray | None 
 
     if fit.law == "compute":
         finals = points[points["kind"] == "final"]
-        return fits.fit(finals[["params", "tokens", "flops", "loss"]], fit.law, pin_E=fit.pin_E)
+        return fits.fit(finals[["params", "tokens", "flops", "loss"]], fit.law, pin_E=fit.pin_E, E_prior=fit.E_prior)
     if fit.law == "compute_domains":
         return fit_per_domain(points[points["kind"] == "final"])
     if fit.law == "chinchilla_tied":

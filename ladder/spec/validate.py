@@ -207,6 +207,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     check_choice(problems, "fit.law", spec.fit.law, tuple(FINAL_LAW_MIN_RUNGS))
     if spec.fit.law == "compute_domains" and spec.fit.pin_E is not None:
         problems.append("fit.pin_E: the compute_domains law fits each domain's own E; unset pin_E or use fit.law='compute'")
+    problems.extend(e_prior_problems(spec.fit))
     check_choice(problems, "fit.curve_law", spec.fit.curve_law, (*single_curve_laws(), "none"))
     check_choice(problems, "fit.curve_fit", spec.fit.curve_fit, ("auto", "none"))
     check_choice(problems, "fit.baseline", spec.fit.baseline, ("none", "marin"))
@@ -327,3 +328,19 @@ def _validate_isoflop(problems: list[str], spec: LadderSpec) -> None:
         n = len(set(b.widths(tuple(iso.family))))
         if n < min_runs:
             problems.append(f"{p}.sizes: {n} distinct sizes; a budget's parabola needs at least {min_runs}")
+
+
+def e_prior_problems(fit) -> list[str]:
+    """fit.E_prior: a (mean, sd) pair of positive numbers, on the compute law only, not beside pin_E."""
+    prior = fit.E_prior
+    if prior is None:
+        return []
+    if (not isinstance(prior, (tuple, list)) or len(prior) != 2
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in prior)):
+        return [f"fit.E_prior: {prior!r} is not a (mean, sd) pair of positive numbers, e.g. (0.6, 0.2); None fits E free"]
+    if fit.law != "compute":
+        return [f"fit.E_prior: a prior on the compute law's E, but fit.law is {fit.law!r}; set fit.law='compute' or unset it"]
+    if fit.pin_E is not None:
+        return ["fit.E_prior: E is pinned (fit.pin_E) and given a prior; keep one"]
+    return []
+
