@@ -70,6 +70,9 @@ class FitResult:
         for k, v in self.params.items():
             ci = (self.ci or {}).get(k)
             pinned = " (pinned)" if k == "E" and self.config.get("pin_E") is not None else ""
+            prior = self.config.get("E_prior") if k == "E" else None
+            if prior:
+                pinned = f" (prior {prior['mean']:g} +- {prior['sd']:g}, weighed at the rungs' scatter {prior['sigma']:.2%})"
             band = f"   {level:.0%} [{ci[0]:.6g}, {ci[1]:.6g}]" if ci and level else ""
             lines.append(f"  {k:>6} = {v:.6g}{pinned}{band}")
         lines.append(f"bands: {band_method(self)['text']}")

@@ -79,7 +79,7 @@ def configurations(runs: pd.DataFrame, use_active: bool = True) -> tuple[np.ndar
 
 def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: int = 0,
               base: FitResult | None = None, n_refine: int = 3, level: float = DEFAULT_LEVEL,
-              pin_E: float | None = None) -> FitResult:
+              pin_E: float | None = None, E_prior: tuple[float, float] | None = None) -> FitResult:
     """Bootstrap over configurations: the base fit with `samples` (one refit per resample) and `ci`
     (percentile interval at `level` for each parameter, default the 5th and 95th percentiles).
 
@@ -93,7 +93,7 @@ def bootstrap(runs, law: str = "chinchilla", *, n_resamples: int = 1000, seed: i
     single runs resamples exactly as before."""
     runs = as_runs(runs)
     if base is None:
-        base = fit(runs, law, pin_E=pin_E)
+        base = fit(runs, law, pin_E=pin_E, E_prior=E_prior)
     index, n_conf = configurations(runs, base.config.get("use_active", True))
     _require_residual_freedom(runs, base, law, n_conf)
     W_conf = resample_weights(n_conf, n_resamples, seed)
@@ -223,7 +223,7 @@ def decades_beyond(runs, max_flops: float) -> np.ndarray:
 
 
 def backtest(runs, law: str = "chinchilla", *, holdout: int | None = None, cutoffs=None,
-             pin_E: float | None = None) -> pd.DataFrame:
+             pin_E: float | None = None, E_prior: tuple[float, float] | None = None) -> pd.DataFrame:
     """Fit on the smaller runs, predict the larger ones; one row per (cut-off, predicted run).
 
     holdout: leave the `holdout` largest runs (by flops) out, one cut-off (default 1: LOO of the
@@ -242,7 +242,7 @@ def backtest(runs, law: str = "chinchilla", *, holdout: int | None = None, cutof
         train, test = runs[runs["flops"] < cut], runs[runs["flops"] >= cut]
         if test.empty:
             continue
-        res = fit(train, law, pin_E=pin_E)
+        res = fit(train, law, pin_E=pin_E, E_prior=E_prior)
         pred = predict_with(res.model(), res, test)
         out = test[["params", "tokens", "flops", "loss"]].copy()
         out.insert(0, "n_fit", len(train))
@@ -283,7 +283,9 @@ def calibrate(result: FitResult, runs, law: str | None = None, *, step_dex: floa
     if not cuts:
         raise ValueError(f"calibration needs at least {min_fit} runs more than {step_dex} decades of compute "
                          "below the largest run; add smaller runs or pass a smaller step_dex/min_fit")
-    bt = backtest(runs, law, cutoffs=cuts, pin_E=result.config.get("pin_E"))
+    prior = result.config.get("E_prior")
+    bt = backtest(runs, law, cutoffs=cuts, pin_E=result.config.get("pin_E"),
+                  E_prior=(prior["mean"], prior["sd"]) if prior else None)
     lr = np.log1p(bt["rel_err"].to_numpy())
     d = np.maximum(bt["decades"].to_numpy(), 0.0)
     resid = np.log(predict_with(result.model(), result, runs) / runs["loss"].to_numpy(float))

@@ -27,6 +27,7 @@ POINT_LAWS = law_names("point")
     "ladder fit runs.csv                                   # Chinchilla L(N, D), point estimates",
     "ladder fit runs.csv --bootstrap 200 --out fit.json    # + calibrated intervals, for `ladder predict`",
     "ladder fit runs.csv --law compute --pin-E 1.7 --json",
+    "ladder fit runs.csv --law compute --E-prior 0.6,0.2     # E under a stated prior",
 ))
 @click.argument("runs_csv", metavar="RUNS.csv", type=click.Path(dir_okay=False))
 @click.option("--law", type=click.Choice(list(POINT_LAWS)), default="chinchilla",
@@ -36,13 +37,15 @@ POINT_LAWS = law_names("point")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
 @click.option("--pin-E", "pin_e", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Fix the asymptote E of the compute law.")
+@click.option("--E-prior", "e_prior", default=None, metavar="MEAN,SD",
+              help="A stated normal prior on the compute law's E (e.g. 0.6,0.2), weighed against the runs' scatter.")
 @click.option("--calibrate/--no-calibrate", default=None,
               help="Measure extrapolation error with nested backtests and widen predicted bands by it "
                    "[default: on with --bootstrap, where the runs allow it].")
 @level_option
 @json_option
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write FIT.json here.")
-def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, level, as_json, out):
+def fit_cmd(runs_csv, law, n_boot, seed, pin_e, e_prior, calibrate, level, as_json, out):
     """Fit a scaling law to RUNS.csv (columns params, tokens, loss; optional flops, active_params)."""
     import fits
     from fits.io import InputError, write_text_atomic
@@ -50,9 +53,10 @@ def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, level, as_json, out):
 
     if pin_e is not None and not law_entry(law).pin_E:
         raise InputError("--pin-E applies to --law compute only; drop it or use --law compute")
+    prior = _e_prior(e_prior, law, pin_e)
     runs = fits.read_runs(runs_csv, min_points=_min_points(law, pin_e))
     try:
-        res = fits.fit(runs, law, pin_E=pin_e)
+        res = fits.fit(runs, law, pin_E=pin_e, E_prior=prior)
         if n_boot:
             res = fits.bootstrap(runs, law, n_resamples=n_boot, seed=seed, base=res, level=level)
     except ValueError as exc:  # the data cannot support this law (too few budgets, pinned E too high)
@@ -76,6 +80,23 @@ def fit_cmd(runs_csv, law, n_boot, seed, pin_e, calibrate, level, as_json, out):
                    f"run scatter {c['sigma0']:.4f}")
     if out:
         click.echo(f"wrote {out}")
+
+
+def _e_prior(text: str | None, law: str, pin_e) -> tuple[float, float] | None:
+    """--E-prior MEAN,SD as a pair, or one line naming what is wrong with it."""
+    from fits.io import InputError
+
+    if text is None:
+        return None
+    if law != "compute" or pin_e is not None:
+        raise InputError("--E-prior applies to --law compute without --pin-E; drop one of them")
+    try:
+        mean, sd = (float(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"--E-prior {text!r}: give MEAN,SD, two numbers, e.g. 0.6,0.2") from None
+    if not (mean > 0 and sd > 0):
+        raise InputError(f"--E-prior {text!r}: the mean and sd must both be positive")
+    return mean, sd
 
 
 def _min_points(law: str, pin_e) -> int:

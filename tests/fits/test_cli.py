@@ -68,6 +68,14 @@ def test_fit_compute_and_isoflop_laws(runs_csv, tmp_path):
     code, out, err = run(["fit", str(runs_csv), "--law", "compute", "--pin-E", "1.7", "--json"])
     assert code == 0, err
     assert json.loads(out)["params"]["E"] == 1.7
+    code, out, err = run(["fit", str(runs_csv), "--law", "compute", "--E-prior", "0.5,0.1"])
+    assert code == 0, err
+    assert "(prior 0.5 +- 0.1, weighed at the rungs' scatter" in out
+    for args, needle in ((["--E-prior", "0.5"], "give MEAN,SD"), (["--E-prior", "0.5,-1"], "must both be positive"),
+                         (["--E-prior", "0.5,0.1", "--pin-E", "1.7"], "without --pin-E")):
+        code, out, err = run(["fit", str(runs_csv), "--law", "compute", *args])
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert code == 2 and len(lines) == 1 and needle in lines[0], (args, err)
 
 
 def test_curve_fit_and_curve_predict(tmp_path):
