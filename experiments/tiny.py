@@ -17,6 +17,9 @@ Why this layout (issue 55; experiments/tiny_record.md has the measurements befor
   fits seven budgets (four).
 - One seed a size: the fit's residual about seven sizes measures the seed noise the band needs, where
   two seeds at five sizes spent half the rung compute on a second opinion of each size.
+- A stated prior on E (fit.E_prior): seven single-seed sizes pin E loosely, and fitted free it followed
+  the two-layer sizes' steeper stretch down to its bound and under-predicted the hero; the prior is on
+  what the rungs cannot see (tiny_record.md, session 35, has the diagnostics and the registered draws).
 """
 
 from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, Rule, ScheduleSpec, TaskSpec
