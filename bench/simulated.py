@@ -51,7 +51,7 @@ class Simulated:
         return (f"{os.path.relpath(self.spec_path, REPO)}'s layout: {self.points['size'].nunique()} sizes, "
                 f"{self.seeds_per_size} seeds a size, the hero {self.hero_ratio:.1f}x past the largest rung, "
                 f"true law {kind} {','.join(f'{v:g}' for v in values)}, fit {self.fit.law}"
-                + (f" with a prior on E {tuple(self.fit.E_prior)}" if getattr(self.fit, "E_prior", None) else ""))
+                + (f" with a prior on E {tuple(self.fit.E_prior)}" if self.fit.E_prior else ""))
 
     def true_loss(self, params, tokens, flops) -> np.ndarray:
         kind, v = self.law

@@ -22,7 +22,7 @@ from fits.result import FitResult
 
 def _objective(theta, x, logL, pin_e, weights=None, delta=HUBER_DELTA, prior=None):
     """theta rows: (a', e, alpha) or (a', alpha) when e is pinned; x = log C - centre. ``prior``: the
-    config's E_prior (mean, sd, weight): weight * (E - mean)^2 / (2 sd^2) added where e is free."""
+    config's E_prior (mean, sd, sigma): sigma^2 * (E - mean)^2 / (2 sd^2) added where e is free (prior_weight)."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         a = theta[:, 0, None]
         alpha = theta[:, -1, None]
@@ -46,8 +46,9 @@ def _objective(theta, x, logL, pin_e, weights=None, delta=HUBER_DELTA, prior=Non
         g = np.stack(cols, axis=1)
         if prior is not None and pin_e is None:
             z_e = (E[:, 0] - prior["mean"]) / prior["sd"]
-            f = f + prior["weight"] * 0.5 * z_e ** 2
-            g[:, 1] += prior["weight"] * z_e / prior["sd"] * E[:, 0]
+            weight = prior["sigma"] ** 2
+            f = f + weight * 0.5 * z_e ** 2
+            g[:, 1] += weight * z_e / prior["sd"] * E[:, 0]
         f[~np.isfinite(f)] = np.inf
         return f, g
 
@@ -109,12 +110,12 @@ def fit_compute(C, L, *, pin_E: float | None = None, E_prior: tuple[float, float
     prior = None
     if E_prior is not None:
         prior = prior_weight(E_prior, x, logL, best, budgets.size)
-        best, best_f, ok, batch = run(prior, prior["delta"])
+        best, best_f, ok, batch = run(prior, prior["sigma"])
     law = law_from_theta(best, centre, pin_e)
     return FitResult(
         law="compute", params=law.params(), objective=best_f, n_points=int(C.size),
         n_starts=int(x0.shape[0]), converged=ok,
-        diagnostics={"loss": f"sum huber(delta={delta if prior is None else prior['delta']:.4g}) of log residuals"
+        diagnostics={"loss": f"sum huber(delta={prior_delta({'E_prior': prior}, delta):.4g}) of log residuals"
                              + ("" if prior is None else f" + the prior on E (mean {prior['mean']:g}, sd {prior['sd']:g}) times sigma^2"),
                      "objective_evals": int(batch.n_evals)},
         config={"pin_E": pin_E} | ({"E_prior": prior} if prior is not None else {}),
@@ -122,20 +123,21 @@ def fit_compute(C, L, *, pin_E: float | None = None, E_prior: tuple[float, float
 
 
 def prior_weight(E_prior: tuple[float, float], x, logL, theta, n_budgets: int) -> dict:
-    """The config's E_prior: (mean, sd), the Huber delta and the weight the fit with the prior uses.
+    """The config's E_prior: (mean, sd) and sigma, the Huber delta the fit with the prior uses and the scale its
+    weight, sigma^2, comes from.
 
     With a prior the fit is a posterior mode: the rungs' log losses as normal about the law with sigma
     their scatter about the free fit (its n - 3 degrees of freedom), E normal about mean with sd. Huber at
     delta = sigma is that normal likelihood, times sigma^2, for residuals within a sigma (and robust to
     one beyond), so the prior's -log density enters times sigma^2 too. (At the free fit's delta of 1e-3,
     a Laplace likelihood far narrower than the noise, a fit sticks to its kinks and a prior barely moves
-    it.) Precise rungs outweigh the prior; noisy ones lean on it. delta and weight are fixed here, so the
-    bootstrap's and the carried luck's refits weigh the prior as this fit did."""
+    it.) Precise rungs outweigh the prior; noisy ones lean on it. sigma is fixed here, so the bootstrap's and
+    the carried luck's refits weigh the prior as this fit did."""
     law = law_from_theta(theta, 0.0, None)
     r = np.log(law.E + law.A * np.exp(-law.alpha * x)) - logL
     sigma = float(np.sqrt(np.sum(r ** 2) / (n_budgets - 3))) if n_budgets > 3 else PRIOR_FALLBACK_SIGMA
     sigma = max(sigma, HUBER_DELTA)
-    return {"mean": float(E_prior[0]), "sd": float(E_prior[1]), "sigma": sigma, "delta": sigma, "weight": sigma ** 2}
+    return {"mean": float(E_prior[0]), "sd": float(E_prior[1]), "sigma": sigma}
 
 
 # A free fit through every rung (three budgets) leaves no scatter to weigh the prior by: a seed noise of 1%
@@ -144,9 +146,9 @@ PRIOR_FALLBACK_SIGMA = 0.01
 
 
 def prior_delta(config: dict, default: float = HUBER_DELTA) -> float:
-    """The Huber delta a fit (or a refit of it) uses: its prior's where it has one."""
+    """The Huber delta a fit (or a refit of it) uses: its prior's sigma where it has one."""
     prior = config.get("E_prior")
-    return float(prior["delta"]) if prior else default
+    return float(prior["sigma"]) if prior else default
 
 
 def law_from_theta(theta, centre: float, pin_e: float | None) -> ComputeLaw:
