@@ -124,7 +124,7 @@ def _write_law_band(points, fit, result, backtest, hero, doc, out: Path, *, flop
     """law_curve.csv: the calibrated interval at each compute, the hero's own composition, so the band
     at the hero's compute is its interval; the bootstrap's percentiles beside it (alone they are not
     calibrated: see intervals.py)."""
-    _, disagreement = hero_disagreement(points, result, hero, doc)
+    _, disagreement = hero_disagreement(points, result, hero, doc, fit)
     level = fit.level
     calibrated = target_intervals(points, fit, result, backtest, grid_targets, boot, seeds, level, disagreement, carried)
     law_curve = pd.DataFrame({"flops": flops_grid, "loss": [c for c, _, _, _ in calibrated],

@@ -77,9 +77,10 @@ def model_sigma(final_law: float, curve_law: float | None, decades_hero: float) 
     return {"log_ratio": math.log(curve_law / final_law), "decades": decades_hero}
 
 
-def hero_disagreement(points: pd.DataFrame, result, hero, doc: dict) -> tuple[tuple | None, dict | None]:
+def hero_disagreement(points: pd.DataFrame, result, hero, doc: dict, fit) -> tuple[tuple | None, dict | None]:
     """(curves.curve_law_final_eval's result, model_sigma's) for the hero: what the fit's band and the
-    predict step's interval both widen by, computed one way."""
+    predict step's interval both widen by, computed one way. model_sigma's dict says whether it is in
+    the band (fit.disagreement "band"); target_intervals widens by it only then."""
     from ladder.analysis.curves import curve_law_final_eval
 
     second = curve_law_final_eval(hero, doc) if hero else None
@@ -87,7 +88,8 @@ def hero_disagreement(points: pd.DataFrame, result, hero, doc: dict) -> tuple[tu
         return None, None
     largest = float(points.loc[points["kind"] == "final", "flops"].max())
     final_law = law_predict(result, hero.model.params_active, hero.tokens, hero.flops)
-    return second, model_sigma(final_law, second[2], math.log10(hero.flops / largest))
+    model = model_sigma(final_law, second[2], math.log10(hero.flops / largest))
+    return second, None if model is None else {**model, "in_band": fit.disagreement == "band"}
 
 
 def carried_luck(points: pd.DataFrame, fit, result, targets: list[tuple[float, float, float]],
@@ -119,9 +121,12 @@ def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets:
         seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"], "sigma_residual": resid}
         decades = math.log10(c / largest)
         model = 0.0
-        if disagreement:
+        if disagreement and disagreement.get("in_band", True):
             model = abs(disagreement["log_ratio"]) * max(decades, 0.0) / max(disagreement["decades"], 1e-3)
         lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, backtest,
                                                  decades, level, seed, model)
+        if disagreement and not disagreement.get("in_band", True) and decades > 0:
+            info["method"] += (f"; the whole-curve law's distance ({abs(disagreement['log_ratio']):.1%} at the hero) is "
+                               "reported beside the band, not in it (fit.disagreement 'report')")
         out.append((central, lower, upper, info))
     return out

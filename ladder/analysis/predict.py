@@ -54,7 +54,7 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
     samples = doc.get("bootstrap_params") or []
     boot = predict_samples(result, samples, [t[1:] for t in targets]) if samples else np.empty((0, 0))
     seeds = doc["summary"].get("seed_noise") or seed_noise(points)
-    second, disagreement = hero_disagreement(points, result, hero, doc)
+    second, disagreement = hero_disagreement(points, result, hero, doc, fit)
     intervals = target_intervals(points, fit, result, doc["backtest"], [t[1:] for t in targets], boot, seeds, fit.level,
                                  disagreement)
     rows = []
@@ -86,6 +86,8 @@ def _final_law(config: dict, doc: dict, fit_dir: str, fit, hero, prediction: dic
             prediction["hero"]["curve_law_final_train_loss"] = float(law_curve["loss"].iloc[-1])
             prediction["hero"]["curve_law_eval_over_train"] = ratio
             prediction["hero"]["curve_law_final_eval_loss"] = final_eval
+            # Where it stays out of the band (fit.disagreement "report"), the report says so beside the band.
+            prediction["hero"]["laws_disagreement"] = disagreement
     return rows
 
 

@@ -151,6 +151,8 @@ FIELD_DOCS = {
     "FitSpec.bootstrap": "bootstrap resamples for the fit's intervals (0: none)",
     "FitSpec.level": "probability of every interval the ladder reports (the one default, 0.9)",
     "FitSpec.pin_E": "fix the compute law's asymptote E (None: fit it)",
+    "FitSpec.disagreement": ("the whole-curve law's distance from the final-loss law at the hero: 'band' widens the band "
+                             "by it, 'report' reports it beside the band"),
     "FitSpec.E_prior": "a stated normal prior (mean, sd) on the compute law's E, weighed against the rungs' scatter (None: E free)",
     "GateSpec.backtest_rule": ("\"noise\": a backtest miss beyond max_backtest_error blocks only when it is also beyond "
                                "the backtest's seed-noise band (measured with replicas; without them the threshold "

@@ -44,6 +44,8 @@ HASH_NEUTRAL_DEFAULTS = {"compute_dtype": "float32", "n_kv_heads": 0, "expert_la
                          "forecast_tasks": [], "task_chance": {}, "hero_task_evals": 1, "task_rule": DEFAULT_TASK_RULE,
                          # No prior on E (FitSpec.E_prior): the fits from before the field keep their addresses.
                          "E_prior": None,
+                         # The laws' disagreement in the band (FitSpec.disagreement), as before the field.
+                         "disagreement": "band",
                          # A data-mix switch (DataSpec) at its default: no switch, the addresses runs had before it.
                          "switch_at": 0.0, "switch_weights": {}}
 

@@ -263,6 +263,9 @@ class FitSpec:
     # A stated normal prior (mean, sd) on the compute law's E where the rungs pin it loosely (fits.compute.prior_weight
     # weighs it against the rungs' scatter); None fits E free.
     E_prior: tuple[float, float] | None = None
+    # The whole-curve law's distance from the final-loss law at the hero (intervals.model_sigma): "band" widens the
+    # band by it; "report" reports it beside the band, for a ladder whose curve law fails its own backtests.
+    disagreement: str = "band"
     loss_metric: str = "eval_loss"  # which final number the laws fit: only eval_loss (train_loss is refused)
     backtest_holdout: int = 1  # only 1: the backtest predicts the largest size from those the hero's ratio below
     # Imported eval curves: "auto" fits the matched-progress laws to them (fits.matched_progress_choice chooses

@@ -210,6 +210,7 @@ def validate(spec: LadderSpec, base_dir: Path | None = None) -> None:
     problems.extend(e_prior_problems(spec.fit))
     check_choice(problems, "fit.curve_law", spec.fit.curve_law, (*single_curve_laws(), "none"))
     check_choice(problems, "fit.curve_fit", spec.fit.curve_fit, ("auto", "none"))
+    check_choice(problems, "fit.disagreement", spec.fit.disagreement, ("band", "report"))
     check_choice(problems, "fit.baseline", spec.fit.baseline, ("none", "marin"))
     for i, task in enumerate(spec.fit.forecast_tasks):
         if not isinstance(task, str) or not task or "/" in task:

@@ -43,6 +43,8 @@ BAD_SPECS = [
      "fit.pin_E: the compute_domains law fits each domain's own E"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.E_prior=(0.6, -0.2)"],
      "fit.E_prior: (0.6, -0.2) is not a (mean, sd) pair of positive numbers"),
+    ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.disagreement='ignore'"],
+     "fit.disagreement"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.law='chinchilla'", "fit.E_prior=(0.6, 0.2)"],
      "fit.E_prior: a prior on the compute law's E, but fit.law is 'chinchilla'"),
     ("LADDER = LadderSpec(name='x', rungs=RUNGS, hero=HERO)", ["fit.loss_metric='train_loss'"],

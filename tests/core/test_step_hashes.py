@@ -9,6 +9,8 @@ Re-pinned deliberately (issue 55): tiny is a new ladder (seven depth-scaled size
 its runs score the built-in cloze task at every eval (issue 57: the task file joins their inputs).
 Re-pinned deliberately (issue 55, session 35): tiny's fit states a prior on E (fit.E_prior), so its fit,
 predict, gate, report and hero move; its rungs keep their addresses.
+Re-pinned deliberately (issue 55, session 36): tiny reports its whole-curve law beside the band
+(fit.disagreement "report"): fit, predict, gate, report and hero move again; the rungs stay.
 
 The hashed ``inputs`` (package versions, data digests) are set to one value first: they change with
 an upgrade, which is meant to move a run, and are not what this test guards. The kinds the hashes
@@ -41,11 +43,11 @@ PINNED = {
         "rung_4": "9a76f6b995d3",
     },
     "tiny": {
-        "fit": "f9f233c92c40",
-        "gate": "d4ddf9c2e117",
-        "hero": "3d1a88271817",
-        "predict": "28722913bb00",
-        "report": "bbb52d853f46",
+        "fit": "3f5957a23b9a",
+        "gate": "c1ad79c623c1",
+        "hero": "0a4d23e5209c",
+        "predict": "8798ff4f1b3f",
+        "report": "1dd914414474",
         "rung_1": "4aca3a0ed2a8",
         "rung_2": "3511a7bfaffe",
         "rung_3": "8ac209c692c4",

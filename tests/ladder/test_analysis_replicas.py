@@ -238,3 +238,8 @@ def test_the_two_laws_disagreement_widens_the_interval_in_proportion_to_distance
     assert models == pytest.approx([0.0, math.log(1.02) / 2, math.log(1.02)])
     assert wide[0][1:3] == plain[0][1:3]  # inside the rungs nothing changes
     assert wide[2][2] > plain[2][2] and wide[2][1] < plain[2][1] and wide[2][0] == plain[2][0]
+    # fit.disagreement "report": the same distance is named beside the band and leaves it as without a curve law.
+    beside = target_intervals(points, fit, result, backtest, targets, boot, seeds, 0.9, {**d, "in_band": False})
+    assert [b[:3] for b in beside] == [p[:3] for p in plain]
+    assert "2.0% at the hero" in beside[2][3]["method"] and "not in it" in beside[2][3]["method"]
+    assert "not in it" not in beside[0][3]["method"]  # inside the rungs there is nothing to set aside
