@@ -98,7 +98,7 @@ def build(config: dict, dep_dirs: dict[str, str]) -> tuple[dict[str, Any], dict[
             "name": hero_name, "predicted_final_loss": p.get("predicted_final_loss"), "lower": p.get("lower"),
             "upper": p.get("upper"), "level": p.get("level"), "law": p.get("law"), "compute_ratio": p.get("compute_ratio"),
             "actual_final_loss": None, "relative_error": None, "inside_interval": None, "status": None,
-            "seeds": p.get("seeds"), "interval": p.get("interval"),
+            "seeds": p.get("seeds"), "interval": p.get("interval"), "laws_disagreement": p.get("laws_disagreement"),
         }
         pred_curve = pd.read_csv(Path(dep_dirs["predict"]) / layout.HERO_CURVE) \
             if (Path(dep_dirs["predict"]) / layout.HERO_CURVE).exists() else pd.DataFrame()
@@ -227,6 +227,11 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
                   f"inside interval: {hero['inside_interval']}"]
         if hero.get("seeds"):
             lines.append(f"  seeds: {hero['seeds']['text']}")
+        gap = hero.get("laws_disagreement")
+        if gap:
+            lines.append(f"  the whole-curve law at the hero: {math.exp(gap['log_ratio']) - 1:+.2%} from the final-loss law, "
+                         + ("in the band" if gap.get("in_band", True) else
+                            "beside the band, not in it (fit.disagreement 'report')"))
         if "curve_mean_abs_rel_error_second_half" in hero:
             lines.append(f"  curve: mean |error| over the second half {fmt(hero['curve_mean_abs_rel_error_second_half'], '.2%')}, "
                          f"{fmt(hero['curve_fraction_inside_band'], '.0%')} of logged points from step "

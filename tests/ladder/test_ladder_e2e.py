@@ -160,9 +160,33 @@ def test_report_json_and_table(smoke_root):
     table = run_cli("report", SMOKE, "--root", str(smoke_root))
     assert table.returncode == 0 and "predicted final eval loss" in table.stdout and "report.html" in table.stdout
     assert "second estimate, the whole-curve law" in table.stdout
+    assert hero["laws_disagreement"]["in_band"] and "from the final-loss law, in the band" in table.stdout
     second = hero["curve_law"]
     assert second["relative_error"] == pytest.approx(second["predicted_final_train_loss"] / second["actual_final_train_loss"] - 1)
     assert 0.5 < second["actual_final_train_loss"] / hero["actual_final_loss"] < 2
+
+
+def test_disagreement_reported_beside_the_band_leaves_the_interval_as_without_it(smoke_root, tmp_path):
+    # The smoke ladder's own fit, predicted again with fit.disagreement "report": the same centre and the
+    # whole-curve law's distance still recorded, the interval without it.
+    import dataclasses
+
+    from ladder.analysis import predict_ladder
+    from ladder.dag.stages import build_steps
+    from ladder.spec import load_spec
+
+    spec = load_spec(SMOKE)
+    config = {s.name: s for s in build_steps(dataclasses.replace(spec, fit=dataclasses.replace(spec.fit, disagreement="report")))}
+    fit_dir = current(smoke_root)["fit"]["dir"]
+    predict_ladder(config["predict"].config, str(fit_dir), str(tmp_path))
+    beside = json.loads((tmp_path / "prediction.json").read_text())["hero"]
+    banded = json.loads((current(smoke_root)["predict"]["dir"] / "prediction.json").read_text())["hero"]
+    assert beside["predicted_final_loss"] == pytest.approx(banded["predicted_final_loss"], rel=1e-12)
+    gap = beside["laws_disagreement"]
+    assert not gap["in_band"] and gap["log_ratio"] == pytest.approx(banded["laws_disagreement"]["log_ratio"], rel=1e-12)
+    assert beside["interval"]["sigma_model"] == 0.0 < banded["interval"]["sigma_model"]
+    assert banded["lower"] < beside["lower"] < beside["upper"] < banded["upper"]
+    assert "not in it" in beside["interval"]["method"]
 
 
 def test_resubmit_runs_nothing(smoke_root):
