@@ -20,10 +20,10 @@ Why this layout (issue 55; experiments/tiny_record.md has the measurements befor
 - A stated prior on E (fit.E_prior): seven single-seed sizes pin E loosely, and fitted free it followed
   the two-layer sizes' steeper stretch down to its bound and under-predicted the hero; the prior is on
   what the rungs cannot see (tiny_record.md, session 35, has the diagnostics and the registered draws).
-- The whole-curve law beside the band, not in it (fit.disagreement "report"): on this ladder it fails its own
-  backtests (rung_7 from rungs 1-4: -9.9% to +0.9% on seventeen draws, where the compute law's missed by at most
-  4.4%), under-predicted sixteen of seventeen heroes, and its distance from the compute law was what widened the
-  blocked draws' bands past the gate; the report still shows its forecast (tiny_record.md, session 36).
+- The whole-curve law beside the band, not in it (fit.disagreement "report"): on this ladder it misses its own
+  backtest (rung_7 from rungs 1-4) far more than the compute law does and forecasts the hero low, and its distance
+  from the compute law was what widened the blocked draws' bands past the gate; the report still shows its
+  forecast (tiny_record.md, session 36, has the figures).
 """
 
 from ladder.spec import DataSpec, DomainSpec, FitSpec, GateSpec, LadderSpec, Rule, ScheduleSpec, TaskSpec

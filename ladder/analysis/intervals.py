@@ -115,18 +115,20 @@ def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets:
     """
     largest = float(points.loc[points["kind"] == "final", "flops"].max())
     carried, resid = carried if carried is not None else carried_luck(points, fit, result, targets, seeds)
+    in_band = bool(disagreement) and disagreement.get("in_band", True)  # model_sigma's dict alone: in the band
     out = []
     for i, (n, d, c) in enumerate(targets):
         central = law_predict(result, n, d, c)
         seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"], "sigma_residual": resid}
         decades = math.log10(c / largest)
         model = 0.0
-        if disagreement and disagreement.get("in_band", True):
+        if disagreement and in_band:
             model = abs(disagreement["log_ratio"]) * max(decades, 0.0) / max(disagreement["decades"], 1e-3)
         lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, backtest,
                                                  decades, level, seed, model)
-        if disagreement and not disagreement.get("in_band", True) and decades > 0:
-            info["method"] += (f"; the whole-curve law's distance ({abs(disagreement['log_ratio']):.1%} at the hero) is "
-                               "reported beside the band, not in it (fit.disagreement 'report')")
+        if disagreement and not in_band and decades > 0:
+            # The same figure as the report's line: the curve law's forecast relative to the final law's.
+            info["method"] += (f"; the whole-curve law's distance ({math.expm1(disagreement['log_ratio']):+.1%} at the hero) "
+                               "is reported beside the band, not in it (fit.disagreement 'report')")
         out.append((central, lower, upper, info))
     return out

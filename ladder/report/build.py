@@ -229,7 +229,7 @@ def report_lines(rep: dict[str, Any]) -> list[str]:
             lines.append(f"  seeds: {hero['seeds']['text']}")
         gap = hero.get("laws_disagreement")
         if gap:
-            lines.append(f"  the whole-curve law at the hero: {math.exp(gap['log_ratio']) - 1:+.2%} from the final-loss law, "
+            lines.append(f"  the whole-curve law at the hero: {math.expm1(gap['log_ratio']):+.2%} from the final-loss law, "
                          + ("in the band" if gap.get("in_band", True) else
                             "beside the band, not in it (fit.disagreement 'report')"))
         if "curve_mean_abs_rel_error_second_half" in hero:
