@@ -5,11 +5,12 @@ sizes, seeds a size, hero distance and true law changeable there), every run's f
 times its seed's luck, N(0, sigma) in log loss. The band's half-width is q times the spread of the backtest under redrawn
 ladders (ladder.analysis.backtests.backtest_noise), and that spread is proportional to the ladder's
 measured sigma: so a few ladders go through the tool's own band to measure the ratio (spread over
-sigma-hat), and many cheap ladders (one backtest fit and sigma-hat each) give the block rate with
-the band as that ratio, resampled, times their own sigma-hat. Printed: the backtest error's true
-spread, the block rate for the normal and the Student-t quantile at the replicas' degrees of
-freedom, with standard errors, and the rate among ladders whose replicas happened to agree.
-Environment: BENCH_GATE_LADDERS (default 2000 cheap ladders, about 0.25 s each),
+sigma-hat), and many cheap ladders (a backtest fit and the fit step's sigma-hat each: the replicas' spread, or with
+one seed a size the sizes' scatter about the final law) give the block rate with the band as that
+ratio, resampled, times their own sigma-hat. Printed: the backtest error's true spread, the block
+rate for the normal and the Student-t quantile at the sigma-hat's degrees of freedom, with standard
+errors, and the rate among ladders whose sigma-hat came out low.
+Environment: BENCH_GATE_LADDERS (default 2000 cheap ladders, about 0.7 s each on the default layout),
 BENCH_GATE_FULL (default 12 ladders through the band, about 5 s each), BENCH_GATE_SIGMA
 (default 0.007), and bench/simulated.py's. Run: ``python -m bench gate``.
 """
@@ -51,7 +52,7 @@ def main() -> None:
             bt = backtest_at_ratio(p, fit, ratio)
         except ValueError:
             continue
-        seeds = seed_noise(p)
+        seeds = seed_noise(p, fit_final_law(p, fit))  # as the fit step measures it
         dof, reach = seeds["dof"], bt["compute_ratio"]
         errors.append(math.log1p(bt["relative_error"]))
         sigmas.append(seeds["sigma"])

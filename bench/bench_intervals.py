@@ -43,7 +43,7 @@ def _ladder(sim: Simulated, sigma: float, rng) -> tuple[dict, dict, float]:
     bt = backtest_at_ratio(p, fit, sim.hero_ratio)
     if bt.get("ok"):
         bt = {**bt, "noise": backtest_noise(p, fit, bt, res, n=32)}
-    seeds = seed_noise(p)
+    seeds = seed_noise(p, res)  # as the fit step measures it: one seed a size gives the sizes' scatter about the law
     boot = predict_samples(res, bootstrap_fits(p, fit, res, fit.bootstrap, seed=0), [sim.hero])
     central, lo, hi, _ = target_intervals(p, fit, res, bt, [sim.hero], boot, seeds, fit.level)[0]
     actual = sim.hero_actual(sigma, rng)
