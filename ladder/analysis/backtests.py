@@ -96,14 +96,12 @@ def backtest_noise(points: pd.DataFrame, fit: FitSpec, backtest: dict, full, n: 
 def band_quantile(level: float, dof: int | None) -> float:
     """The band's half-width in standard deviations of the redrawn backtests.
 
-    The redraws run at the ladder's own seed sigma, measured on few replicas (the default ladder's
-    five pairs give 5 degrees of freedom), and a ladder whose replicas happen to agree gets a narrow
-    band. So the band is Student's t at those degrees of freedom, not the normal quantile. On ladders
-    of the default layout drawn from a known law at a 90% level, the normal band blocked 15.0% +- 0.8
-    of them and the t band 9.1% +- 0.6 (python -m bench gate, 2,000 ladders); through the tool's whole
-    band, 13.1% +- 2.7 and 8.5% +- 2.3 (153 ladders). Of the 12% whose sigma came out below 0.6 of the
-    true one, the normal band blocked 47%, t 34%. Without replicas the sigma is a prior, not an
-    estimate, and the normal quantile stands.
+    The redraws run at the ladder's own seed sigma, measured on few degrees of freedom (a few replicated
+    sizes, or one seed a size: seven sizes' scatter about a three-parameter law leaves four), and a ladder
+    whose sigma happens to come out low gets a narrow band. So the band is Student's t at those degrees of
+    freedom, not the normal quantile (python -m bench gate measures both block rates on ladders of the
+    default layout drawn from a known law; experiments/tiny_record.md has the figures). Without a
+    measured sigma it is a prior, not an estimate, and the normal quantile stands.
     """
     return float(_band_distribution(dof).ppf(0.5 + level / 2))
 

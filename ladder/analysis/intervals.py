@@ -25,9 +25,8 @@ def prediction_interval(central: float, boot: np.ndarray, backtest: dict, decade
     the backtest's seed-noise sigma, ladder.analysis.backtests.backtest_noise), since the noise part
     is the same luck sigma_seed_fit already carries; sigma_seed is the target's own run. The
     bootstrap over sizes is reported beside it, not added: it resamples five or so sizes and measures
-    that same luck a second time (in a Monte Carlo of the default ladder from a known law, the sum
-    covered 100% of heroes at 90%, this one 90% on 30 ladders, python -m bench intervals, and 94% +- 1.9
-    on 153 more (BENCH_INTERVAL_LADDERS): it leans wide).
+    that same luck a second time (python -m bench intervals sets both against heroes of ladders of the
+    default layout drawn from a known law; experiments/tiny_record.md has what they covered).
     Without replicas (the spread a prior, not a measurement):
         sigma^2 = sigma_boot^2 + (e_bt * decades / decades_bt)^2 + sigma_seed_fit^2 + sigma_seed^2 + sigma_model^2
     with the whole backtest miss: resampling alone captures parameter noise, not the error of
