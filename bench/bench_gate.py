@@ -10,8 +10,8 @@ one seed a size the sizes' scatter about the final law) give the block rate with
 ratio, resampled, times their own sigma-hat. Printed: the backtest error's true spread, the block
 rate for the normal and the Student-t quantile at the sigma-hat's degrees of freedom, with standard
 errors, and the rate among ladders whose sigma-hat came out low.
-Environment: BENCH_GATE_LADDERS (default 2000 cheap ladders, about 0.7 s each on the default layout),
-BENCH_GATE_FULL (default 12 ladders through the band, about 5 s each), BENCH_GATE_SIGMA
+Environment: BENCH_GATE_LADDERS (default 2000 cheap ladders; the bench prints its own time),
+BENCH_GATE_FULL (default 12 ladders through the band), BENCH_GATE_SIGMA
 (default 0.007), and bench/simulated.py's. Run: ``python -m bench gate``.
 """
 

@@ -121,7 +121,7 @@ def target_intervals(points: pd.DataFrame, fit, result, backtest: dict, targets:
         seed = {"sigma": seeds["sigma"], "sigma_fit": float(carried[i]), "source": seeds["source"], "sigma_residual": resid}
         decades = math.log10(c / largest)
         model = 0.0
-        if disagreement and in_band:
+        if in_band:
             model = abs(disagreement["log_ratio"]) * max(decades, 0.0) / max(disagreement["decades"], 1e-3)
         lower, upper, info = prediction_interval(central, boot[:, i] if boot.size else boot, backtest,
                                                  decades, level, seed, model)
